@@ -1,0 +1,1 @@
+//! Ensō application library.

@@ -1,0 +1,1 @@
+//! Packet generator. (Being written.)
