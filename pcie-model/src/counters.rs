@@ -185,7 +185,10 @@ fn ratio(num: u64, den: u64) -> f64 {
 /// assert_eq!(c.down.total().link_bytes, 28);
 /// assert_eq!(c.metadata_bytes(), 88 + 28);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Deliberately not `Copy`: a snapshot for a report should be an explicit
+/// `clone()`, not an accidental copy of a few hundred bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PcieCounters {
     /// The link the transfers are cut for.
     pub link: LinkConfig,
