@@ -1,0 +1,58 @@
+//! The Internet checksum (RFC 1071) and its incremental update (RFC 1624).
+
+/// Adds `data` as big-endian 16-bit words to a running one's-complement sum
+/// (odd trailing byte padded with zero). Fold the result with [`fold`].
+pub(crate) fn sum(mut acc: u32, data: &[u8]) -> u32 {
+    let mut words = data.chunks_exact(2);
+    for w in &mut words {
+        acc = acc.wrapping_add(u32::from(u16::from_be_bytes([w[0], w[1]])));
+        // Keep the sum from overflowing on long buffers.
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    if let [last] = words.remainder() {
+        acc = acc.wrapping_add(u32::from(*last) << 8);
+    }
+    acc
+}
+
+/// Folds a running sum to 16 bits and complements it: the checksum field.
+pub(crate) fn fold(mut acc: u32) -> u16 {
+    while acc > 0xFFFF {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+/// Updates checksum `check` after a 32-bit field changed from `old` to `new`
+/// (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
+pub(crate) fn adjust32(check: u16, old: u32, new: u32) -> u16 {
+    let mut acc = u32::from(!check);
+    for (o, n) in [(old >> 16, new >> 16), (old & 0xFFFF, new & 0xFFFF)] {
+        acc += u32::from(!(o as u16)) + n;
+    }
+    fold(acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1071_example() {
+        // The worked example of RFC 1071 section 3: words 0001 f203 f4f5 f6f7.
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(sum(0, &data)), !0xddf2);
+    }
+
+    #[test]
+    fn incremental_equals_recomputed() {
+        let mut data = [
+            0x45u8, 0, 0, 60, 1, 2, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ];
+        let check = fold(sum(0, &data));
+        data[16..20].copy_from_slice(&[192, 168, 7, 9]);
+        let recomputed = fold(sum(0, &data));
+        let adjusted = adjust32(check, 0x0A00_0002, 0xC0A8_0709);
+        assert_eq!(adjusted, recomputed);
+    }
+}

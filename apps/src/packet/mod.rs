@@ -1,0 +1,447 @@
+//! Minimal zero-copy views of the headers the applications read and write.
+//!
+//! Only what the applications need: Ethernet II, IPv4 (options allowed,
+//! fragments recognised), UDP and TCP. Each view follows one pattern: a
+//! `new_checked` constructor validates every length once, after which field
+//! accessors cannot go out of bounds; malformed input is a [`ParseError`],
+//! never a panic. Nothing here allocates.
+//!
+//! Frames carry no FCS. Frames built here are padded with zeros to
+//! [`MIN_FRAME_LEN`] (the 64-byte Ethernet minimum less the 4-byte FCS),
+//! and are at most [`MAX_FRAME_LEN`] bytes, the largest frame an Ensō pipe
+//! carries (24 flits).
+//!
+//! Not supported (reported as [`ParseError::NotIpv4`]): VLAN tags, IPv6.
+
+mod checksum;
+pub mod ethernet;
+pub mod ipv4;
+pub mod l4;
+
+use std::net::Ipv4Addr;
+
+pub use ethernet::{EthernetFrame, MacAddr, MacParseError};
+pub use ipv4::{Ipv4Packet, PROTO_TCP, PROTO_UDP};
+pub use l4::{tcp_flags, TcpPacket, UdpPacket};
+
+/// Largest frame an Ensō pipe carries (24 flits of 64 B).
+pub const MAX_FRAME_LEN: usize = 1536;
+/// Smallest Ethernet frame without its FCS; shorter frames are padded.
+pub const MIN_FRAME_LEN: usize = 60;
+/// Offset of the UDP payload in frames built by this module (IPv4 without
+/// options).
+pub const UDP_PAYLOAD_OFFSET: usize =
+    ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN + l4::UDP_HEADER_LEN;
+/// Offset of the TCP payload in frames built by this module.
+pub const TCP_PAYLOAD_OFFSET: usize =
+    ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN + l4::TCP_MIN_HEADER_LEN;
+
+/// Why a frame could not be parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ParseError {
+    /// The frame ends before a header or length field says it should.
+    #[error("frame truncated")]
+    Truncated,
+    /// The EtherType is not IPv4 (IPv6, ARP, VLAN-tagged, ...).
+    #[error("not an IPv4 frame")]
+    NotIpv4,
+    /// Wrong IP version or inconsistent header/total lengths.
+    #[error("malformed IPv4 header")]
+    BadIpv4Header,
+    /// An IP fragment: the transport header is absent or incomplete.
+    #[error("IPv4 fragment")]
+    Fragment,
+    /// The IP payload is neither TCP nor UDP.
+    #[error("transport protocol is neither TCP nor UDP")]
+    UnsupportedProtocol,
+    /// UDP length below 8 or TCP data offset below 5.
+    #[error("malformed TCP/UDP header")]
+    BadL4Header,
+}
+
+/// A frame could not be written into the given buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EmitError {
+    /// The buffer is shorter than the frame.
+    #[error("buffer of {available} bytes cannot hold a {needed}-byte frame")]
+    BufferTooSmall {
+        /// Bytes the frame needs.
+        needed: usize,
+        /// Bytes the buffer has.
+        available: usize,
+    },
+    /// The frame would exceed [`MAX_FRAME_LEN`].
+    #[error("a {len}-byte frame exceeds the {MAX_FRAME_LEN}-byte limit")]
+    TooLarge {
+        /// Length the frame would have.
+        len: usize,
+    },
+}
+
+/// The flow identity of a TCP or UDP packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FiveTuple {
+    /// Source address.
+    pub src_ip: Ipv4Addr,
+    /// Destination address.
+    pub dst_ip: Ipv4Addr,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// IP protocol ([`PROTO_TCP`] or [`PROTO_UDP`]).
+    pub protocol: u8,
+}
+
+impl FiveTuple {
+    /// Extracts the 5-tuple of an IPv4 TCP or UDP frame.
+    pub fn parse(frame: &[u8]) -> Result<Self, ParseError> {
+        let layout = Layout::parse(frame)?;
+        let l4 = &frame[layout.l4_offset..];
+        Ok(FiveTuple {
+            src_ip: Ipv4Addr::new(frame[26], frame[27], frame[28], frame[29]),
+            dst_ip: Ipv4Addr::new(frame[30], frame[31], frame[32], frame[33]),
+            src_port: u16::from_be_bytes([l4[0], l4[1]]),
+            dst_port: u16::from_be_bytes([l4[2], l4[3]]),
+            protocol: layout.protocol,
+        })
+    }
+
+    /// Hashes the tuple with `seed`.
+    #[inline]
+    pub fn hash(&self, seed: u64) -> u64 {
+        let a = (u64::from(u32::from(self.src_ip)) << 32) | u64::from(u32::from(self.dst_ip));
+        let b = (u64::from(self.src_port) << 24)
+            | (u64::from(self.dst_port) << 8)
+            | u64::from(self.protocol);
+        crate::hash::hash_u64(a ^ crate::hash::mix64(b ^ seed), seed)
+    }
+}
+
+/// Where the headers of a validated IPv4 TCP/UDP frame are.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    protocol: u8,
+    l4_offset: usize,
+}
+
+impl Layout {
+    /// Validates Ethernet, IPv4 and the TCP/UDP header of `frame`.
+    fn parse(frame: &[u8]) -> Result<Self, ParseError> {
+        let eth = EthernetFrame::new_checked(frame)?;
+        if eth.ethertype() != ethernet::ETHERTYPE_IPV4 {
+            return Err(ParseError::NotIpv4);
+        }
+        let ip = Ipv4Packet::new_checked(eth.payload())?;
+        if ip.is_fragment() {
+            return Err(ParseError::Fragment);
+        }
+        let protocol = ip.protocol();
+        match protocol {
+            PROTO_TCP => {
+                TcpPacket::new_checked(ip.payload())?;
+            }
+            PROTO_UDP => {
+                UdpPacket::new_checked(ip.payload())?;
+            }
+            _ => return Err(ParseError::UnsupportedProtocol),
+        }
+        Ok(Layout {
+            protocol,
+            l4_offset: ethernet::HEADER_LEN + ip.header_len(),
+        })
+    }
+}
+
+/// Sends a TCP/UDP frame on toward `dst_ip` at `dst_mac`: the old
+/// destination MAC becomes the source MAC (the frame was addressed to us),
+/// and the IPv4 header checksum and the TCP/UDP checksum are patched
+/// incrementally. The frame is left untouched if it does not parse.
+pub fn rewrite_destination(
+    frame: &mut [u8],
+    dst_mac: MacAddr,
+    dst_ip: Ipv4Addr,
+) -> Result<(), ParseError> {
+    let layout = Layout::parse(frame)?;
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    let our_mac = eth.dst_addr();
+    eth.set_src_addr(our_mac);
+    eth.set_dst_addr(dst_mac);
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
+    let old_ip = ip.dst_addr();
+    ip.rewrite_dst_addr(dst_ip);
+    let l4 = &mut frame[layout.l4_offset..];
+    if layout.protocol == PROTO_TCP {
+        TcpPacket::new_unchecked(l4).adjust_checksum_for_addr(old_ip, dst_ip);
+    } else {
+        UdpPacket::new_unchecked(l4).adjust_checksum_for_addr(old_ip, dst_ip);
+    }
+    Ok(())
+}
+
+/// Addresses and ports of one direction of a UDP or TCP conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Endpoints {
+    /// Source MAC.
+    pub src_mac: MacAddr,
+    /// Destination MAC.
+    pub dst_mac: MacAddr,
+    /// Source IPv4 address.
+    pub src_ip: Ipv4Addr,
+    /// Destination IPv4 address.
+    pub dst_ip: Ipv4Addr,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+}
+
+impl Endpoints {
+    /// The other direction (for a reply).
+    pub fn reversed(&self) -> Self {
+        Endpoints {
+            src_mac: self.dst_mac,
+            dst_mac: self.src_mac,
+            src_ip: self.dst_ip,
+            dst_ip: self.src_ip,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+        }
+    }
+}
+
+/// A parsed IPv4/UDP frame.
+#[derive(Clone, Copy, Debug)]
+pub struct UdpDatagram<'a> {
+    /// Who sent it to whom.
+    pub endpoints: Endpoints,
+    /// The UDP payload (up to the UDP length field).
+    pub payload: &'a [u8],
+}
+
+impl<'a> UdpDatagram<'a> {
+    /// Parses an IPv4/UDP frame; TCP and anything else is an error.
+    pub fn parse(frame: &'a [u8]) -> Result<Self, ParseError> {
+        let layout = Layout::parse(frame)?;
+        if layout.protocol != PROTO_UDP {
+            return Err(ParseError::UnsupportedProtocol);
+        }
+        let eth = EthernetFrame::new_unchecked(frame);
+        let ip = Ipv4Packet::new_unchecked(eth.payload());
+        let udp = UdpPacket::new_unchecked(&frame[layout.l4_offset..]);
+        Ok(UdpDatagram {
+            endpoints: Endpoints {
+                src_mac: eth.src_addr(),
+                dst_mac: eth.dst_addr(),
+                src_ip: ip.src_addr(),
+                dst_ip: ip.dst_addr(),
+                src_port: udp.src_port(),
+                dst_port: udp.dst_port(),
+            },
+            payload: &frame
+                [layout.l4_offset + l4::UDP_HEADER_LEN..layout.l4_offset + usize::from(udp.len())],
+        })
+    }
+}
+
+fn check_room(buf_len: usize, header_len: usize, payload_len: usize) -> Result<usize, EmitError> {
+    let len = (header_len + payload_len).max(MIN_FRAME_LEN);
+    if len > MAX_FRAME_LEN {
+        return Err(EmitError::TooLarge { len });
+    }
+    if len > buf_len {
+        return Err(EmitError::BufferTooSmall {
+            needed: len,
+            available: buf_len,
+        });
+    }
+    Ok(len)
+}
+
+fn write_l2_l3(buf: &mut [u8], ep: &Endpoints, protocol: u8, ip_len: usize) {
+    let mut eth = EthernetFrame::new_unchecked(&mut *buf);
+    eth.set_dst_addr(ep.dst_mac);
+    eth.set_src_addr(ep.src_mac);
+    eth.set_ethertype(ethernet::ETHERTYPE_IPV4);
+    let mut ip = Ipv4Packet::new_unchecked(&mut buf[ethernet::HEADER_LEN..]);
+    ip.set_version_and_header_len(ipv4::MIN_HEADER_LEN);
+    ip.set_total_len(ip_len as u16);
+    ip.set_ident(0);
+    ip.set_dont_fragment();
+    ip.set_ttl(64);
+    ip.set_protocol(protocol);
+    ip.set_src_addr(ep.src_ip);
+    ip.set_dst_addr(ep.dst_ip);
+    // DSCP/ECN byte, then the checksum over the finished header.
+    buf[ethernet::HEADER_LEN + 1] = 0;
+    Ipv4Packet::new_unchecked(&mut buf[ethernet::HEADER_LEN..]).fill_checksum();
+}
+
+/// Writes headers around a UDP payload of `payload_len` bytes that the
+/// caller already placed at [`UDP_PAYLOAD_OFFSET`] in `buf`, computes both
+/// checksums, zero-pads to [`MIN_FRAME_LEN`] and returns the frame length.
+pub fn finish_udp_frame(
+    buf: &mut [u8],
+    ep: &Endpoints,
+    payload_len: usize,
+) -> Result<usize, EmitError> {
+    let len = check_room(buf.len(), UDP_PAYLOAD_OFFSET, payload_len)?;
+    let udp_len = l4::UDP_HEADER_LEN + payload_len;
+    write_l2_l3(buf, ep, PROTO_UDP, ipv4::MIN_HEADER_LEN + udp_len);
+    let l4_off = ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN;
+    let mut udp = UdpPacket::new_unchecked(&mut buf[l4_off..l4_off + udp_len]);
+    udp.set_src_port(ep.src_port);
+    udp.set_dst_port(ep.dst_port);
+    udp.set_len(udp_len as u16);
+    udp.fill_checksum(ep.src_ip, ep.dst_ip);
+    buf[UDP_PAYLOAD_OFFSET + payload_len..len].fill(0);
+    Ok(len)
+}
+
+/// Builds an IPv4/UDP frame carrying `payload` into `buf` and returns its
+/// length.
+pub fn emit_udp_frame(buf: &mut [u8], ep: &Endpoints, payload: &[u8]) -> Result<usize, EmitError> {
+    check_room(buf.len(), UDP_PAYLOAD_OFFSET, payload.len())?;
+    buf[UDP_PAYLOAD_OFFSET..UDP_PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
+    finish_udp_frame(buf, ep, payload.len())
+}
+
+/// Builds an IPv4/TCP frame (20-byte header, see [`TcpPacket::set_header`])
+/// carrying `payload` into `buf` and returns its length.
+pub fn emit_tcp_frame(
+    buf: &mut [u8],
+    ep: &Endpoints,
+    flags: u8,
+    seq: u32,
+    payload: &[u8],
+) -> Result<usize, EmitError> {
+    let len = check_room(buf.len(), TCP_PAYLOAD_OFFSET, payload.len())?;
+    let seg_len = l4::TCP_MIN_HEADER_LEN + payload.len();
+    write_l2_l3(buf, ep, PROTO_TCP, ipv4::MIN_HEADER_LEN + seg_len);
+    buf[TCP_PAYLOAD_OFFSET..TCP_PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
+    let l4_off = ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN;
+    let ack = if flags & tcp_flags::ACK != 0 { 1 } else { 0 };
+    let mut tcp = TcpPacket::new_unchecked(&mut buf[l4_off..l4_off + seg_len]);
+    tcp.set_header(ep.src_port, ep.dst_port, seq, ack, flags);
+    tcp.fill_checksum(ep.src_ip, ep.dst_ip);
+    buf[TCP_PAYLOAD_OFFSET + payload.len()..len].fill(0);
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoints() -> Endpoints {
+        Endpoints {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: Ipv4Addr::new(10, 0, 0, 1),
+            dst_ip: Ipv4Addr::new(10, 0, 0, 2),
+            src_port: 5000,
+            dst_port: 6000,
+        }
+    }
+
+    #[test]
+    fn udp_frame_round_trip() {
+        let mut buf = [0xAAu8; MAX_FRAME_LEN];
+        let len = emit_udp_frame(&mut buf, &endpoints(), b"abc").unwrap();
+        assert_eq!(len, MIN_FRAME_LEN);
+        assert!(
+            buf[UDP_PAYLOAD_OFFSET + 3..len].iter().all(|&b| b == 0),
+            "padding zeroed"
+        );
+        let d = UdpDatagram::parse(&buf[..len]).unwrap();
+        assert_eq!(d.endpoints, endpoints());
+        assert_eq!(d.payload, b"abc");
+        let ip = Ipv4Packet::new_checked(&buf[14..len]).unwrap();
+        assert!(ip.verify_checksum());
+        assert!(UdpPacket::new_checked(ip.payload())
+            .unwrap()
+            .verify_checksum(ip.src_addr(), ip.dst_addr()));
+        let t = FiveTuple::parse(&buf[..len]).unwrap();
+        assert_eq!(
+            (t.src_port, t.dst_port, t.protocol),
+            (5000, 6000, PROTO_UDP)
+        );
+    }
+
+    #[test]
+    fn emit_limits() {
+        let mut small = [0u8; 59];
+        assert_eq!(
+            emit_udp_frame(&mut small, &endpoints(), b""),
+            Err(EmitError::BufferTooSmall {
+                needed: 60,
+                available: 59
+            })
+        );
+        let mut big = vec![0u8; 4096];
+        let payload = vec![1u8; MAX_FRAME_LEN - UDP_PAYLOAD_OFFSET + 1];
+        assert_eq!(
+            emit_udp_frame(&mut big, &endpoints(), &payload),
+            Err(EmitError::TooLarge {
+                len: MAX_FRAME_LEN + 1
+            })
+        );
+        let len = emit_udp_frame(&mut big, &endpoints(), &payload[1..]).unwrap();
+        assert_eq!(len, MAX_FRAME_LEN);
+    }
+
+    #[test]
+    fn tcp_frame_and_rewrite() {
+        let mut buf = [0u8; 128];
+        let len = emit_tcp_frame(&mut buf, &endpoints(), tcp_flags::SYN, 99, b"").unwrap();
+        assert_eq!(len, MIN_FRAME_LEN);
+        let t = FiveTuple::parse(&buf[..len]).unwrap();
+        assert_eq!(t.protocol, PROTO_TCP);
+        let backend = Ipv4Addr::new(192, 168, 10, 20);
+        let bmac = MacAddr([2, 0, 0, 0, 0, 9]);
+        rewrite_destination(&mut buf[..len], bmac, backend).unwrap();
+        let eth = EthernetFrame::new_checked(&buf[..len]).unwrap();
+        assert_eq!(eth.dst_addr(), bmac);
+        assert_eq!(eth.src_addr(), endpoints().dst_mac);
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        assert_eq!(ip.dst_addr(), backend);
+        assert!(ip.verify_checksum());
+        assert!(TcpPacket::new_checked(ip.payload())
+            .unwrap()
+            .verify_checksum(ip.src_addr(), backend));
+    }
+
+    #[test]
+    fn rewrite_leaves_bad_frames_alone() {
+        let mut buf = [0u8; 64];
+        let len = emit_udp_frame(&mut buf, &endpoints(), b"x").unwrap();
+        buf[23] = 1; // ICMP
+        let before = buf;
+        assert_eq!(
+            rewrite_destination(&mut buf[..len], MacAddr::default(), Ipv4Addr::LOCALHOST),
+            Err(ParseError::UnsupportedProtocol)
+        );
+        assert_eq!(buf, before);
+    }
+
+    #[test]
+    fn parsing_never_panics_on_any_prefix_or_mutation() {
+        let mut buf = [0u8; 128];
+        let len = emit_tcp_frame(&mut buf, &endpoints(), tcp_flags::ACK, 1, b"payload").unwrap();
+        for cut in 0..=len {
+            let _ = FiveTuple::parse(&buf[..cut]);
+            let _ = UdpDatagram::parse(&buf[..cut]);
+        }
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for _ in 0..20_000 {
+            let mut f = buf;
+            for _ in 0..3 {
+                state = crate::hash::mix64(state);
+                f[(state % len as u64) as usize] = (state >> 32) as u8;
+            }
+            let cut = (state >> 40) as usize % (len + 1);
+            let _ = FiveTuple::parse(&f[..cut]);
+            let _ = UdpDatagram::parse(&f[..cut]);
+            let _ = rewrite_destination(&mut f[..cut], MacAddr::default(), Ipv4Addr::LOCALHOST);
+        }
+    }
+}
