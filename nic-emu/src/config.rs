@@ -1,0 +1,227 @@
+//! Device settings.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::testframe::FrameKind;
+
+/// When the NIC writes RX notifications.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationMode {
+    /// At most one outstanding notification per pipe (the default).
+    #[default]
+    Reactive,
+    /// One notification for every frame (the paper's baseline).
+    PerPacket,
+    /// Reactive at the NIC; the library rewrites heads to prefetch the next
+    /// pipe's notification (the library reads this setting).
+    ReactivePrefetch,
+}
+
+impl NotificationMode {
+    pub fn per_packet(self) -> bool {
+        self == NotificationMode::PerPacket
+    }
+}
+
+impl std::str::FromStr for NotificationMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "reactive" => Ok(Self::Reactive),
+            "per-packet" | "per_packet" => Ok(Self::PerPacket),
+            "prefetch" | "reactive-prefetch" | "reactive_prefetch" => Ok(Self::ReactivePrefetch),
+            _ => Err(format!(
+                "unknown notification mode '{s}' (reactive, per-packet, reactive-prefetch)"
+            )),
+        }
+    }
+}
+
+/// Frame sizes the built-in generator sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeSpec {
+    Fixed(usize),
+    /// Chosen per frame, pseudo-randomly from the sequence number.
+    Mix(Vec<usize>),
+    /// Uniform in `[lo, hi]`, pseudo-randomly from the sequence number.
+    Range(usize, usize),
+}
+
+impl SizeSpec {
+    #[inline]
+    pub fn size_for(&self, seq: u64) -> usize {
+        match self {
+            SizeSpec::Fixed(n) => *n,
+            SizeSpec::Mix(v) => v[(mix64(seq) % v.len() as u64) as usize],
+            SizeSpec::Range(lo, hi) => lo + (mix64(seq) % (hi - lo + 1) as u64) as usize,
+        }
+    }
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            SizeSpec::Fixed(_) => Ok(()),
+            SizeSpec::Mix(v) if v.is_empty() => Err("empty size mix".into()),
+            SizeSpec::Mix(_) => Ok(()),
+            SizeSpec::Range(lo, hi) if lo > hi => Err("size range lo > hi".into()),
+            SizeSpec::Range(..) => Ok(()),
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// How thoroughly the generator checks frames that come back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyLevel {
+    /// Every byte, and duplicates (when the count is bounded).
+    #[default]
+    Full,
+    /// Magic, sequence number and duplicates only.
+    Sequence,
+}
+
+/// The built-in traffic generator and sink of a port (the "hardware
+/// tester"): sends test frames into the NIC and checks what the NIC sends back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorConfig {
+    pub sizes: SizeSpec,
+    /// Frame kinds, chosen per frame from the sequence number.
+    pub kinds: Vec<FrameKind>,
+    pub flows: u32,
+    /// Frames per second; `None` sends as fast as the engine can.
+    pub rate_pps: Option<f64>,
+    /// Total frames to send; `None` for no limit.
+    pub count: Option<u64>,
+    /// Most frames sent but not yet back; `None` for no limit.
+    pub max_in_flight: Option<u64>,
+    pub verify: VerifyLevel,
+    /// What an echo server adds to the echo byte.
+    pub echo_increment: u8,
+    /// Frames per engine step at most.
+    pub burst: usize,
+    /// Distinguishes generators in frames they send.
+    pub stream: u8,
+}
+
+impl Default for GeneratorConfig {
+    fn default() -> Self {
+        Self {
+            sizes: SizeSpec::Fixed(64),
+            kinds: vec![FrameKind::Ipv4Udp],
+            flows: 1,
+            rate_pps: None,
+            count: None,
+            max_in_flight: None,
+            verify: VerifyLevel::Full,
+            echo_increment: 1,
+            burst: 32,
+            stream: 0,
+        }
+    }
+}
+
+/// What is at the other end of a port.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireConfig {
+    /// Frames sent on the port are dropped (and counted).
+    Null,
+    /// Frames sent on the port come back into it.
+    Loopback,
+    /// A cable to another port of the same device.
+    Cable { peer: usize },
+    /// The built-in traffic generator and sink.
+    Generator(GeneratorConfig),
+}
+
+/// Device settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeviceConfig {
+    pub name: String,
+    /// Directory under which the device directory `<dir>/<name>` is made.
+    pub dir: PathBuf,
+    /// Bytes per pipe (power of two, at least one page). Real NIC: 2 MiB.
+    pub pipe_size: usize,
+    /// Entries per notification ring (power of two). Real NIC: 16384.
+    pub notif_ring_entries: u32,
+    pub notification_mode: NotificationMode,
+    pub ports: Vec<WireConfig>,
+    /// Emulated one-way interconnect latency in ns (0: none).
+    pub interconnect_latency_ns: u64,
+    /// Largest DMA region an application may ask for.
+    pub max_dma_bytes: usize,
+    /// PCIe link used for transaction accounting.
+    pub pcie: pcie_model::LinkConfig,
+}
+
+impl DeviceConfig {
+    /// A device with the real NIC's sizes and one port wired to `wire`.
+    pub fn new(name: impl Into<String>, wire: WireConfig) -> Self {
+        Self {
+            name: name.into(),
+            dir: PathBuf::from("/dev/shm"),
+            pipe_size: 2 << 20,
+            notif_ring_entries: 16384,
+            notification_mode: NotificationMode::Reactive,
+            ports: vec![wire],
+            interconnect_latency_ns: 0,
+            max_dma_bytes: 64 << 30,
+            pcie: pcie_model::LinkConfig::default(),
+        }
+    }
+
+    /// The device's own directory.
+    pub fn device_dir(&self) -> PathBuf {
+        self.dir.join(format!("enso-{}", self.name))
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.pipe_size.is_power_of_two() || self.pipe_size < crate::layout::PAGE {
+            return Err(format!(
+                "pipe size {} must be a power of two of at least 4096",
+                self.pipe_size
+            ));
+        }
+        if self.pipe_size > 1 << 30 {
+            return Err("pipe size above 1 GiB".into());
+        }
+        if !self.notif_ring_entries.is_power_of_two() || self.notif_ring_entries < 64 {
+            return Err("notification ring entries must be a power of two >= 64".into());
+        }
+        if self.name.is_empty() || self.name.contains('/') {
+            return Err(format!("bad device name '{}'", self.name));
+        }
+        for (i, w) in self.ports.iter().enumerate() {
+            match w {
+                WireConfig::Cable { peer } if *peer >= self.ports.len() => {
+                    return Err(format!("port {i}: cable to missing port {peer}"))
+                }
+                WireConfig::Generator(g) => {
+                    g.sizes.validate().map_err(|e| format!("port {i}: {e}"))?;
+                    if g.kinds.is_empty() {
+                        return Err(format!("port {i}: generator without frame kinds"));
+                    }
+                    if g.burst == 0 {
+                        return Err(format!("port {i}: generator burst 0"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.ports.is_empty() {
+            return Err("a device needs at least one port".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,199 @@
+//! Counters: per port, per pipe and per application. Every frame the NIC does
+//! not deliver is counted under exactly one named cause.
+//!
+//! The engine thread is the only writer, so counters are plain integers;
+//! other threads and processes see snapshots ([`Stats`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Per-port counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortCounters {
+    /// Frames that arrived from the wire.
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    /// Frames sent onto the wire.
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// Drops of arriving frames, by cause.
+    pub drop_no_match: u64,
+    pub drop_malformed: u64,
+    pub drop_oversize: u64,
+    /// Frames sent to a `null` wire.
+    pub tx_discarded: u64,
+    /// Frames lost because the receiving port's inbound FIFO was full.
+    pub drop_wire_fifo_full: u64,
+}
+
+/// Per-pipe counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeCounters {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    /// Frames dropped whole because they did not fit (CPU_PKT_BUF_FULL).
+    pub drop_pipe_full: u64,
+    /// Frames dropped because the notification ring was full (CPU_DSC_BUF_FULL).
+    pub drop_notif_ring_full: u64,
+    pub notifications: u64,
+    pub head_writes: u64,
+    /// Head writes that carried no new head (notification prefetches).
+    pub head_rewrites: u64,
+}
+
+/// Per-application counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppCounters {
+    pub mmio_writes: u64,
+    pub rx_notifications: u64,
+    pub tx_notifications: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub config_notifications: u64,
+    /// Register writes outside the application's own queues, or to no
+    /// register.
+    pub reject_foreign_register: u64,
+    /// Register values out of range (head beyond the ring, head outside
+    /// `[head, tail]`, misaligned or out-of-region addresses).
+    pub reject_bad_register_value: u64,
+    /// TX notifications pointing outside the region, too long, or with an
+    /// unknown signal.
+    pub reject_bad_tx_notification: u64,
+    /// Frames in TX data whose headers could not be delimited.
+    pub reject_bad_tx_frame: u64,
+    /// Configuration notifications that were refused.
+    pub reject_bad_config: u64,
+    /// Notifications not written because the RX notification ring was full
+    /// when a head write asked for one.
+    pub notif_ring_full: u64,
+}
+
+/// Counters of a built-in generator port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeneratorCounters {
+    pub sent: u64,
+    pub sent_bytes: u64,
+    /// Frames that came back and verified.
+    pub returned: u64,
+    pub returned_bytes: u64,
+    pub corrupt: u64,
+    pub duplicate: u64,
+    /// Frames that came back but were not this generator's test frames.
+    pub foreign: u64,
+}
+
+impl GeneratorCounters {
+    pub fn in_flight(&self) -> u64 {
+        self.sent
+            .saturating_sub(self.returned + self.corrupt + self.duplicate)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PortStats {
+    pub port: usize,
+    pub wire: String,
+    pub counters: PortCounters,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorCounters>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PipeStats {
+    pub pipe_id: u32,
+    pub counters: PipeCounters,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AppStats {
+    pub app_id: u32,
+    pub counters: AppCounters,
+    pub pipes: Vec<PipeStats>,
+}
+
+/// Engine activity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    pub steps: u64,
+    /// Steps that found work.
+    pub busy_steps: u64,
+    /// Time spent in steps that found work.
+    pub busy_ns: u64,
+    /// Frames the engine moved into pipes or onto the wire.
+    pub frames: u64,
+}
+
+/// A snapshot of all counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub device: String,
+    pub engine: EngineCounters,
+    pub ports: Vec<PortStats>,
+    pub apps: Vec<AppStats>,
+    /// Counters of pipes whose application has gone, kept so totals add up.
+    pub detached_pipes: PipeCounters,
+    pub pcie: pcie_model::PcieCounters,
+}
+
+impl Stats {
+    /// Every drop of an arriving frame, by cause (stable names).
+    pub fn drops(&self) -> BTreeMap<&'static str, u64> {
+        let mut m = BTreeMap::new();
+        let mut add = |k: &'static str, v: u64| *m.entry(k).or_insert(0) += v;
+        for p in &self.ports {
+            add("no_match", p.counters.drop_no_match);
+            add("malformed", p.counters.drop_malformed);
+            add("oversize", p.counters.drop_oversize);
+            add("wire_fifo_full", p.counters.drop_wire_fifo_full);
+        }
+        let mut pipe = |c: &PipeCounters| {
+            add("pipe_full", c.drop_pipe_full);
+            add("notif_ring_full", c.drop_notif_ring_full);
+        };
+        for a in &self.apps {
+            for p in &a.pipes {
+                pipe(&p.counters);
+            }
+        }
+        pipe(&self.detached_pipes);
+        m
+    }
+
+    /// Sum of [`Stats::drops`].
+    pub fn total_drops(&self) -> u64 {
+        self.drops().values().sum()
+    }
+
+    /// Sum over pipes of a pipe counter.
+    pub fn pipe_sum(&self, f: impl Fn(&PipeCounters) -> u64) -> u64 {
+        self.apps
+            .iter()
+            .flat_map(|a| a.pipes.iter())
+            .map(|p| f(&p.counters))
+            .sum::<u64>()
+            + f(&self.detached_pipes)
+    }
+
+    /// Sum over applications of an application counter.
+    pub fn app_sum(&self, f: impl Fn(&AppCounters) -> u64) -> u64 {
+        self.apps.iter().map(|a| f(&a.counters)).sum()
+    }
+
+    /// The counters of generator port `port`, if it has one.
+    pub fn generator(&self, port: usize) -> Option<&GeneratorCounters> {
+        self.ports.get(port)?.generator.as_ref()
+    }
+}
+
+impl PipeCounters {
+    pub fn add(&mut self, o: &PipeCounters) {
+        self.rx_frames += o.rx_frames;
+        self.rx_bytes += o.rx_bytes;
+        self.drop_pipe_full += o.drop_pipe_full;
+        self.drop_notif_ring_full += o.drop_notif_ring_full;
+        self.notifications += o.notifications;
+        self.head_writes += o.head_writes;
+        self.head_rewrites += o.head_rewrites;
+    }
+}

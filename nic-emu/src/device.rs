@@ -1,0 +1,405 @@
+//! Running a device: an engine thread (the hardware), a control endpoint
+//! (a Unix socket in the device directory) through which applications in
+//! other processes attach, and periodic stats in `stats.json`.
+//!
+//! The same [`Engine`] runs in-process (tests, single-binary experiments) and
+//! in the standalone `nic-emu` process; only how attach requests reach it
+//! differs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use serde::{Deserialize, Serialize};
+
+use crate::config::DeviceConfig;
+use crate::counters::Stats;
+use crate::engine::{AttachInfo, AttachRequest, Engine};
+
+/// Name of the control socket in the device directory.
+pub const CONTROL_SOCKET: &str = "control.sock";
+/// Name of the stats snapshot in the device directory.
+pub const STATS_FILE: &str = "stats.json";
+
+enum Cmd {
+    Attach(AttachRequest, Sender<Result<AttachInfo, String>>),
+    Detach(u32, Sender<bool>),
+    Stats(Sender<Stats>),
+    /// Runs a closure on the engine (tests, experiments).
+    With(Box<dyn FnOnce(&mut Engine) + Send>),
+}
+
+/// How the engine thread runs.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Core to pin the engine thread to.
+    pub core: Option<usize>,
+    /// Accept attaches from other processes on the control socket.
+    pub listen: bool,
+    /// When idle, sleep after this many empty steps (None: spin, yielding).
+    pub idle_sleep_after: Option<u64>,
+    /// How often to write `stats.json`.
+    pub stats_interval: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            core: None,
+            listen: false,
+            idle_sleep_after: Some(20_000),
+            stats_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// A running device.
+pub struct Nic {
+    tx: Sender<Cmd>,
+    stop: Arc<AtomicBool>,
+    engine: Option<JoinHandle<Engine>>,
+    listener: Option<JoinHandle<()>>,
+    dir: PathBuf,
+    name: String,
+}
+
+impl std::fmt::Debug for Nic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nic")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// A handle through which attach requests reach a running device.
+#[derive(Clone)]
+pub struct NicControl {
+    tx: Sender<Cmd>,
+}
+
+impl std::fmt::Debug for NicControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NicControl")
+    }
+}
+
+const CMD_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl NicControl {
+    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+        let (tx, rx) = bounded(1);
+        self.tx
+            .send(Cmd::Attach(req, tx))
+            .map_err(|_| "device stopped".to_string())?;
+        rx.recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| "device did not answer".to_string())?
+    }
+
+    pub fn detach(&self, app_id: u32) -> bool {
+        let (tx, rx) = bounded(1);
+        if self.tx.send(Cmd::Detach(app_id, tx)).is_err() {
+            return false;
+        }
+        rx.recv_timeout(CMD_TIMEOUT).unwrap_or(false)
+    }
+}
+
+impl Nic {
+    /// Starts a device: creates its directory and runs its engine thread.
+    pub fn start(cfg: DeviceConfig, opts: RunOptions) -> Result<Self, String> {
+        let dir = cfg.device_dir();
+        let sock = dir.join(CONTROL_SOCKET);
+        if UnixStream::connect(&sock).is_ok() {
+            return Err(format!(
+                "device '{}' is already running ({})",
+                cfg.name,
+                dir.display()
+            ));
+        }
+        // A directory left by a crashed run holds nothing anyone uses.
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let name = cfg.name.clone();
+        let engine = Engine::new(cfg)?;
+        let (tx, rx) = bounded::<Cmd>(64);
+        let stop = Arc::new(AtomicBool::new(false));
+        let listener = if opts.listen {
+            let l = UnixListener::bind(&sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let ctl = NicControl { tx: tx.clone() };
+            let stop2 = stop.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name(format!("{name}-control"))
+                    .spawn(move || serve(l, ctl, stop2))
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            None
+        };
+        let stop2 = stop.clone();
+        let stats_path = dir.join(STATS_FILE);
+        let handle = std::thread::Builder::new()
+            .name(format!("{name}-engine"))
+            .spawn(move || run_engine(engine, rx, stop2, opts, stats_path))
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            tx,
+            stop,
+            engine: Some(handle),
+            listener,
+            dir,
+            name,
+        })
+    }
+
+    pub fn control(&self) -> NicControl {
+        NicControl {
+            tx: self.tx.clone(),
+        }
+    }
+
+    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+        self.control().attach(req)
+    }
+
+    pub fn detach(&self, app_id: u32) -> bool {
+        self.control().detach(app_id)
+    }
+
+    /// A snapshot of the counters, taken by the engine thread.
+    pub fn stats(&self) -> Stats {
+        let (tx, rx) = bounded(1);
+        self.tx.send(Cmd::Stats(tx)).expect("engine thread alive");
+        rx.recv_timeout(CMD_TIMEOUT).expect("engine thread answers")
+    }
+
+    /// Runs `f` on the engine thread and returns its result.
+    pub fn with_engine<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> R {
+        let (tx, rx) = bounded(1);
+        self.tx
+            .send(Cmd::With(Box::new(move |e| {
+                let _ = tx.send(f(e));
+            })))
+            .expect("engine thread alive");
+        rx.recv_timeout(CMD_TIMEOUT).expect("engine thread answers")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stops the engine and returns its final counters.
+    pub fn stop(mut self) -> Stats {
+        self.shutdown().expect("engine thread joined")
+    }
+
+    fn shutdown(&mut self) -> Option<Stats> {
+        self.stop.store(true, Ordering::Relaxed);
+        let stats = self.engine.take().and_then(|h| h.join().ok()).map(|mut e| {
+            let s = e.stats();
+            e.cleanup();
+            s
+        });
+        if let Some(l) = self.listener.take() {
+            let _ = l.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        stats
+    }
+}
+
+impl Drop for Nic {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn run_engine(
+    mut e: Engine,
+    rx: Receiver<Cmd>,
+    stop: Arc<AtomicBool>,
+    opts: RunOptions,
+    stats_path: PathBuf,
+) -> Engine {
+    if let Some(c) = opts.core {
+        if !core_pin(c) {
+            eprintln!("nic-emu: could not pin the engine to core {c}; running unpinned");
+        }
+    }
+    let mut idle: u64 = 0;
+    let mut last_stats = std::time::Instant::now();
+    let mut n: u64 = 0;
+    loop {
+        let w = e.step();
+        n += 1;
+        if w == 0 {
+            idle += 1;
+        } else {
+            idle = 0;
+        }
+        if w == 0 || n % 64 == 0 {
+            while let Ok(cmd) = rx.try_recv() {
+                match cmd {
+                    Cmd::Attach(req, reply) => {
+                        let _ = reply.send(e.attach(&req).map_err(|x| x.to_string()));
+                    }
+                    Cmd::Detach(id, reply) => {
+                        let _ = reply.send(e.detach(id));
+                    }
+                    Cmd::Stats(reply) => {
+                        let _ = reply.send(e.stats());
+                    }
+                    Cmd::With(f) => f(&mut e),
+                }
+            }
+            if stop.load(Ordering::Relaxed) {
+                write_stats(&e, &stats_path);
+                return e;
+            }
+            if last_stats.elapsed() >= opts.stats_interval {
+                write_stats(&e, &stats_path);
+                last_stats = std::time::Instant::now();
+            }
+        }
+        if idle > 0 {
+            match opts.idle_sleep_after {
+                Some(k) if idle > k => std::thread::sleep(Duration::from_micros(50)),
+                _ if idle % 256 == 0 => std::thread::yield_now(),
+                _ => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+fn write_stats(e: &Engine, path: &Path) {
+    let tmp = path.with_extension("json.tmp");
+    if let Ok(s) = serde_json::to_vec_pretty(&e.stats()) {
+        if std::fs::write(&tmp, s).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+    }
+}
+
+fn core_pin(core: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside
+    // it; sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if core >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return false;
+        }
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// A request on the control socket (one JSON line).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ControlRequest {
+    Attach(AttachRequest),
+}
+
+/// The answer (one JSON line).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlResponse {
+    Attached(AttachInfo),
+    Error(String),
+}
+
+fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        match l.accept() {
+            Ok((s, _)) => {
+                let ctl = ctl.clone();
+                let _ = std::thread::Builder::new()
+                    .name("nic-emu-client".into())
+                    .spawn(move || client(s, ctl));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// One client connection: attach, then hold the attachment until the client
+/// closes the connection (or its process exits), then detach.
+fn client(s: UnixStream, ctl: NicControl) {
+    let _ = s.set_nonblocking(false);
+    let mut w = match s.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    let mut attached = Vec::new();
+    loop {
+        line.clear();
+        match r.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let resp = match serde_json::from_str::<ControlRequest>(line.trim()) {
+            Ok(ControlRequest::Attach(req)) => match ctl.attach(req) {
+                Ok(info) => {
+                    attached.push(info.app_id);
+                    ControlResponse::Attached(info)
+                }
+                Err(e) => ControlResponse::Error(e),
+            },
+            Err(e) => ControlResponse::Error(format!("bad request: {e}")),
+        };
+        let mut out = serde_json::to_string(&resp).unwrap_or_default();
+        out.push('\n');
+        if w.write_all(out.as_bytes()).is_err() {
+            break;
+        }
+    }
+    for id in attached {
+        ctl.detach(id);
+    }
+}
+
+/// Attaches over the control socket of the device in `dir`; the returned
+/// stream must stay open for as long as the attachment is used.
+pub fn attach_remote(dir: &Path, req: AttachRequest) -> Result<(AttachInfo, UnixStream), String> {
+    let sock = dir.join(CONTROL_SOCKET);
+    let mut s = UnixStream::connect(&sock)
+        .map_err(|e| format!("cannot reach device at {}: {e}", sock.display()))?;
+    let mut line =
+        serde_json::to_string(&ControlRequest::Attach(req)).map_err(|e| e.to_string())?;
+    line.push('\n');
+    s.write_all(line.as_bytes()).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(CMD_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let mut resp = String::new();
+    r.read_line(&mut resp)
+        .map_err(|e| format!("device did not answer: {e}"))?;
+    match serde_json::from_str::<ControlResponse>(resp.trim()) {
+        Ok(ControlResponse::Attached(info)) => Ok((info, s)),
+        Ok(ControlResponse::Error(e)) => Err(e),
+        Err(e) => Err(format!("bad answer from device: {e}")),
+    }
+}
+
+/// Reads the stats snapshot of the device in `dir`.
+pub fn read_stats(dir: &Path) -> Result<Stats, String> {
+    let p = dir.join(STATS_FILE);
+    let s = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_slice(&s).map_err(|e| format!("{}: {e}", p.display()))
+}

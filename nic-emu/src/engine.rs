@@ -1,0 +1,1080 @@
+//! The engine: the emulated NIC's hardware, as a state machine that runs one
+//! bounded slice of work per [`Engine::step`].
+//!
+//! The engine only touches memory that applications handed it (their DMA
+//! region and their posted-write queue) and only through the structures of
+//! [`crate::layout`]. Every address an application gives it is checked
+//! against that application's region first (the emulated IOMMU); anything
+//! out of range is refused and counted, never followed.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use memmap2::MmapRaw;
+use pcie_model::{PcieCounters, TrafficClass};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{DeviceConfig, NotificationMode};
+use crate::counters::*;
+use crate::layout::{self, config, reg, signal, MmioQueue, RxNotification, TxNotification};
+use crate::port::{self, Port, Wire};
+use crate::shm;
+use crate::steering::{self, Fallback, FlowTable};
+use crate::wire::{self, FiveTuple, FrameError, FLIT, MAX_FRAME};
+
+/// Frames moved per port per step at most.
+const RX_BUDGET: usize = 64;
+/// Frames transmitted per application per step at most.
+const TX_BUDGET: usize = 64;
+/// Posted register writes applied per application per step at most.
+const MMIO_BUDGET: u32 = 256;
+/// TX notifications the NIC fetches in one read request at most.
+const TX_FETCH_MAX: u32 = 256;
+
+/// What an application asks for when it attaches.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttachRequest {
+    /// Pipe ids to reserve for it.
+    pub pipes: u32,
+    /// Size of its DMA region (sparse; pages are allocated when touched).
+    pub dma_bytes: usize,
+}
+
+/// What an application gets when it attaches.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttachInfo {
+    pub app_id: u32,
+    pub device: String,
+    pub dma_path: PathBuf,
+    pub dma_len: usize,
+    pub mmio_path: PathBuf,
+    /// Its pipes are `pipe_base .. pipe_base + pipe_count`.
+    pub pipe_base: u32,
+    pub pipe_count: u32,
+    /// Its notification buffer.
+    pub nbuf_id: u32,
+    pub pipe_size: usize,
+    pub notif_ring_entries: u32,
+    pub notification_mode: NotificationMode,
+    pub ports: usize,
+    pub interconnect_latency_ns: u64,
+}
+
+/// Why an attach was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error("not enough free pipe ids for {0} pipes")]
+    NoPipes(u32),
+    #[error("no free notification buffer")]
+    NoNbuf,
+    #[error("DMA region of {0} bytes is too small or above the device limit")]
+    BadRegionSize(usize),
+    #[error("creating shared memory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct PipeState {
+    /// Offset of the buffer in the owner's region; 0 = disabled.
+    base: usize,
+    owner: u32,
+    head: u32,
+    tail: u32,
+    outstanding: bool,
+    pending_low: u32,
+}
+
+#[derive(Debug, Default)]
+struct Nbuf {
+    rx_ring: usize,
+    rx_low: u32,
+    rx_head: u32,
+    rx_tail: u32,
+    tx_ring: usize,
+    tx_low: u32,
+    /// Next TX notification the NIC will read.
+    tx_head: u32,
+    /// Software's tail.
+    tx_tail: u32,
+    /// TX notifications already fetched (accounted) by the NIC.
+    tx_fetched: u32,
+}
+
+/// A TX notification being transmitted.
+#[derive(Debug, Clone, Copy)]
+struct TxCursor {
+    addr: usize,
+    len: usize,
+    off: usize,
+    port: usize,
+}
+
+/// Reassembles frames from the TX byte stream; a frame may continue in the
+/// next notification (a batch split at the end of a ring).
+#[derive(Debug)]
+struct TxAssembler {
+    buf: Box<[u8]>,
+    fill: usize,
+    /// Bytes of the current frame incl. marker once known (0: unknown).
+    need: usize,
+    start: usize,
+    /// Padding bytes still to skip in the current notification.
+    pad: usize,
+}
+
+impl TxAssembler {
+    fn new() -> Self {
+        Self {
+            buf: vec![0u8; FLIT + MAX_FRAME + FLIT].into_boxed_slice(),
+            fill: 0,
+            need: 0,
+            start: 0,
+            pad: 0,
+        }
+    }
+    fn reset(&mut self) {
+        self.fill = 0;
+        self.need = 0;
+        self.start = 0;
+        self.pad = 0;
+    }
+}
+
+/// One attached application.
+#[derive(Debug)]
+struct App {
+    id: u32,
+    region: MmapRaw,
+    region_len: usize,
+    mmio: MmapRaw,
+    mmio_consumer: u32,
+    pipe_base: u32,
+    pipe_count: u32,
+    nbuf_id: u32,
+    nb: Nbuf,
+    tx: Option<TxCursor>,
+    asm: TxAssembler,
+    counters: AppCounters,
+    dma_path: PathBuf,
+    mmio_path: PathBuf,
+}
+
+impl App {
+    fn owns_pipe(&self, pipe: u32) -> bool {
+        pipe.wrapping_sub(self.pipe_base) < self.pipe_count
+    }
+    #[inline]
+    fn mmio_queue(&self) -> &MmioQueue {
+        // SAFETY: the mapping is MMIO_FILE_LEN >= size_of::<MmioQueue>() bytes,
+        // page aligned, lives as long as `self`, and every field of MmioQueue
+        // is an atomic, so shared access from both sides is sound.
+        unsafe { &*(self.mmio.as_ptr() as *const MmioQueue) }
+    }
+    /// `len` bytes at `off` lie inside the region.
+    #[inline]
+    fn in_region(&self, off: usize, len: usize) -> bool {
+        off >= layout::DMA_RESERVED && off.checked_add(len).is_some_and(|e| e <= self.region_len)
+    }
+    #[inline]
+    fn rx_notif(&self, ring: usize, i: u32) -> &RxNotification {
+        let off = ring + i as usize * 64;
+        debug_assert!(self.in_region(off, 64));
+        // SAFETY: `ring` was checked to hold the whole notification ring inside
+        // the region when it was enabled and `i` is masked to the ring, so the
+        // 64 B slot is in bounds and 64 B aligned (ring is page aligned). All
+        // fields are atomics.
+        unsafe { &*(self.region.as_ptr().add(off) as *const RxNotification) }
+    }
+    #[inline]
+    fn tx_notif(&self, ring: usize, i: u32) -> &TxNotification {
+        let off = ring + i as usize * 64;
+        debug_assert!(self.in_region(off, 64));
+        // SAFETY: as for `rx_notif`: checked ring, masked index, atomics only.
+        unsafe { &*(self.region.as_ptr().add(off) as *const TxNotification) }
+    }
+    /// Copies `src` into the region at `off`.
+    #[inline]
+    fn write(&self, off: usize, src: &[u8]) {
+        debug_assert!(self.in_region(off, src.len()));
+        // SAFETY: callers only pass ranges inside a pipe that was checked to
+        // lie inside the region when enabled. The region is shared memory the
+        // application may read concurrently; the bytes are plain data whose
+        // publication is ordered by the notification's Release store.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.as_ptr(),
+                self.region.as_mut_ptr().add(off),
+                src.len(),
+            )
+        };
+    }
+}
+
+/// Everything but the ports, so the RX path can borrow it while a port's wire
+/// produces frames.
+#[derive(Debug)]
+struct Core {
+    pipes: Vec<PipeState>,
+    pipe_counters: Vec<PipeCounters>,
+    apps: Vec<Option<App>>,
+    flows: FlowTable,
+    fallback: Fallback,
+    per_packet: bool,
+    pipe_flits: u32,
+    pipe_size: usize,
+    ring_mask: u32,
+    detached_pipes: PipeCounters,
+    pcie: PcieCounters,
+    frames: u64,
+}
+
+/// How the engine tells time for rate control.
+#[derive(Debug, Clone)]
+pub enum Clock {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// Set by the caller (deterministic tests).
+    Manual(std::sync::Arc<std::sync::atomic::AtomicU64>),
+}
+
+impl Clock {
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        match self {
+            Clock::Monotonic => crate::monotonic_ns(),
+            Clock::Manual(t) => t.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The emulated NIC.
+#[derive(Debug)]
+pub struct Engine {
+    cfg: DeviceConfig,
+    core: Core,
+    ports: Vec<Port>,
+    clock: Clock,
+    counters: EngineCounters,
+    last_step_ns: u64,
+    last_step_busy: bool,
+    pipe_used: Vec<bool>,
+    nbuf_used: Vec<bool>,
+    next_app_id: u32,
+    dir: PathBuf,
+}
+
+impl Engine {
+    /// A device with `cfg`; creates its directory (owner-only).
+    pub fn new(cfg: DeviceConfig) -> Result<Self, String> {
+        cfg.validate()?;
+        let dir = cfg.device_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let ports = cfg
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Port::new(w, &cfg.ports, i))
+            .collect();
+        let pipe_flits = (cfg.pipe_size / FLIT) as u32;
+        let core = Core {
+            pipes: vec![PipeState::default(); layout::MAX_PIPES as usize],
+            pipe_counters: vec![PipeCounters::default(); layout::MAX_PIPES as usize],
+            apps: Vec::new(),
+            flows: FlowTable::default(),
+            fallback: Fallback::default(),
+            per_packet: cfg.notification_mode.per_packet(),
+            pipe_flits,
+            pipe_size: cfg.pipe_size,
+            ring_mask: cfg.notif_ring_entries - 1,
+            detached_pipes: PipeCounters::default(),
+            pcie: PcieCounters::new(cfg.pcie),
+            frames: 0,
+        };
+        Ok(Self {
+            core,
+            ports,
+            clock: Clock::Monotonic,
+            counters: EngineCounters::default(),
+            last_step_ns: crate::monotonic_ns(),
+            last_step_busy: false,
+            pipe_used: vec![false; layout::MAX_PIPES as usize],
+            nbuf_used: vec![false; layout::MAX_NBUFS as usize],
+            next_app_id: 1,
+            dir,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// Attaches an application: reserves pipe ids and a notification buffer
+    /// and creates its DMA region and posted-write queue (mode 0600).
+    pub fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, AttachError> {
+        if req.dma_bytes < layout::DMA_RESERVED + layout::PAGE
+            || req.dma_bytes > self.cfg.max_dma_bytes
+        {
+            return Err(AttachError::BadRegionSize(req.dma_bytes));
+        }
+        let n = req.pipes as usize;
+        let pipe_base =
+            first_free_run(&self.pipe_used, n).ok_or(AttachError::NoPipes(req.pipes))?;
+        let nbuf = first_free_run(&self.nbuf_used, 1).ok_or(AttachError::NoNbuf)?;
+        let id = self.next_app_id;
+        let dma_len = req.dma_bytes.next_multiple_of(layout::PAGE);
+        let dma_path = self.dir.join(format!("app-{id}.dma"));
+        let mmio_path = self.dir.join(format!("app-{id}.mmio"));
+        let _ = std::fs::remove_file(&dma_path);
+        let _ = std::fs::remove_file(&mmio_path);
+        let region = shm::map(&shm::create_file(&dma_path, dma_len)?, dma_len)?;
+        let mmio = shm::map(
+            &shm::create_file(&mmio_path, layout::MMIO_FILE_LEN)?,
+            layout::MMIO_FILE_LEN,
+        )?;
+        self.next_app_id += 1;
+        self.pipe_used[pipe_base..pipe_base + n].fill(true);
+        self.nbuf_used[nbuf] = true;
+        for p in pipe_base..pipe_base + n {
+            self.core.pipes[p] = PipeState::default();
+            self.core.pipe_counters[p] = PipeCounters::default();
+        }
+        let app = App {
+            id,
+            region,
+            region_len: dma_len,
+            mmio,
+            mmio_consumer: 0,
+            pipe_base: pipe_base as u32,
+            pipe_count: n as u32,
+            nbuf_id: nbuf as u32,
+            nb: Nbuf::default(),
+            tx: None,
+            asm: TxAssembler::new(),
+            counters: AppCounters::default(),
+            dma_path: dma_path.clone(),
+            mmio_path: mmio_path.clone(),
+        };
+        let slot = match self.core.apps.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                self.core.apps.push(None);
+                self.core.apps.len() - 1
+            }
+        };
+        for p in pipe_base..pipe_base + n {
+            self.core.pipes[p].owner = slot as u32;
+        }
+        self.core.apps[slot] = Some(app);
+        Ok(AttachInfo {
+            app_id: id,
+            device: self.cfg.name.clone(),
+            dma_path,
+            dma_len,
+            mmio_path,
+            pipe_base: pipe_base as u32,
+            pipe_count: n as u32,
+            nbuf_id: nbuf as u32,
+            pipe_size: self.cfg.pipe_size,
+            notif_ring_entries: self.cfg.notif_ring_entries,
+            notification_mode: self.cfg.notification_mode,
+            ports: self.ports.len(),
+            interconnect_latency_ns: self.cfg.interconnect_latency_ns,
+        })
+    }
+
+    /// Detaches application `app_id`: disables its pipes, removes its flow
+    /// rules and fallback entries, deletes its files. Its counters are kept in
+    /// the device totals.
+    pub fn detach(&mut self, app_id: u32) -> bool {
+        let Some(slot) = self
+            .core
+            .apps
+            .iter()
+            .position(|a| a.as_ref().is_some_and(|a| a.id == app_id))
+        else {
+            return false;
+        };
+        let app = self.core.apps[slot].take().expect("slot found above");
+        let range = app.pipe_base as usize..(app.pipe_base + app.pipe_count) as usize;
+        for p in range.clone() {
+            let c = std::mem::take(&mut self.core.pipe_counters[p]);
+            self.core.detached_pipes.add(&c);
+            self.core.pipes[p] = PipeState::default();
+        }
+        let owned = |p: u32| range.contains(&(p as usize));
+        self.core.flows.retain(owned);
+        self.core.fallback.retain(|p| !owned(p));
+        self.pipe_used[range].fill(false);
+        self.nbuf_used[app.nbuf_id as usize] = false;
+        let _ = std::fs::remove_file(&app.dma_path);
+        let _ = std::fs::remove_file(&app.mmio_path);
+        true
+    }
+
+    /// Ids of attached applications.
+    pub fn app_ids(&self) -> Vec<u32> {
+        self.core.apps.iter().flatten().map(|a| a.id).collect()
+    }
+
+    /// Runs one bounded slice of work; returns how much was done (0: idle).
+    pub fn step(&mut self) -> usize {
+        let t = crate::monotonic_ns();
+        if self.last_step_busy {
+            self.counters.busy_ns += t.saturating_sub(self.last_step_ns);
+        }
+        self.last_step_ns = t;
+        let now = match &self.clock {
+            Clock::Monotonic => t,
+            c => c.now_ns(),
+        };
+        let mut work = 0;
+        let Self { core, ports, .. } = self;
+        for slot in 0..core.apps.len() {
+            if core.apps[slot].is_some() {
+                work += core.drain_mmio(slot, now, self.cfg.interconnect_latency_ns);
+                work += core.process_tx(slot, ports);
+            }
+        }
+        for i in 0..ports.len() {
+            let p = &mut ports[i];
+            if let Some(fifo) = p.inbound.as_mut() {
+                let mut n = 0;
+                while n < RX_BUDGET {
+                    let Some(f) = fifo.front() else { break };
+                    core.deliver(&mut p.counters, f);
+                    fifo.pop();
+                    n += 1;
+                }
+                work += n;
+            }
+            if let Wire::Generator(g) = &mut p.wire {
+                let counters = &mut p.counters;
+                work += g.emit(now, |f| core.deliver(counters, f));
+            }
+        }
+        self.counters.steps += 1;
+        self.last_step_busy = work > 0;
+        if work > 0 {
+            self.counters.busy_steps += 1;
+        }
+        work
+    }
+
+    /// Runs steps until one finds nothing to do (at most `max` steps).
+    pub fn run_until_idle(&mut self, max: usize) -> usize {
+        let mut total = 0;
+        for _ in 0..max {
+            let w = self.step();
+            total += w;
+            if w == 0 {
+                break;
+            }
+        }
+        total
+    }
+
+    /// A snapshot of every counter.
+    pub fn stats(&self) -> Stats {
+        let mut engine = self.counters.clone();
+        engine.frames = self.core.frames;
+        Stats {
+            device: self.cfg.name.clone(),
+            engine,
+            ports: self
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| PortStats {
+                    port: i,
+                    wire: p.describe(),
+                    counters: p.counters.clone(),
+                    generator: p.generator().map(|g| g.counters.clone()),
+                })
+                .collect(),
+            apps: self
+                .core
+                .apps
+                .iter()
+                .flatten()
+                .map(|a| AppStats {
+                    app_id: a.id,
+                    counters: a.counters.clone(),
+                    pipes: (a.pipe_base..a.pipe_base + a.pipe_count)
+                        .filter(|&p| {
+                            self.core.pipes[p as usize].base != 0
+                                || self.core.pipe_counters[p as usize] != PipeCounters::default()
+                        })
+                        .map(|p| PipeStats {
+                            pipe_id: p,
+                            counters: self.core.pipe_counters[p as usize].clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            detached_pipes: self.core.detached_pipes.clone(),
+            pcie: self.core.pcie.clone(),
+        }
+    }
+
+    /// Whether every generator port has sent all it was asked to.
+    pub fn generators_finished(&self) -> bool {
+        self.ports
+            .iter()
+            .all(|p| p.generator().is_none_or(|g| g.finished()))
+    }
+
+    /// Clears the PCIe counters (to measure a steady state).
+    pub fn reset_pcie(&mut self) {
+        self.core.pcie.reset();
+    }
+
+    /// Removes every application's files and the control socket.
+    pub fn cleanup(&mut self) {
+        for id in self.app_ids() {
+            self.detach(id);
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+fn first_free_run(used: &[bool], n: usize) -> Option<usize> {
+    if n == 0 {
+        return Some(0);
+    }
+    let mut run = 0;
+    for (i, &u) in used.iter().enumerate() {
+        run = if u { 0 } else { run + 1 };
+        if run == n {
+            return Some(i + 1 - n);
+        }
+    }
+    None
+}
+
+impl Core {
+    /// The RX path: steer a frame that arrived from the wire and write it into
+    /// its pipe, or count why not.
+    #[inline]
+    fn deliver(&mut self, pc: &mut PortCounters, frame: &[u8]) {
+        pc.rx_frames += 1;
+        pc.rx_bytes += frame.len() as u64;
+        let place = match wire::place(frame) {
+            Ok(p) => p,
+            Err(FrameError::Oversize) => {
+                pc.drop_oversize += 1;
+                return;
+            }
+            Err(_) => {
+                pc.drop_malformed += 1;
+                return;
+            }
+        };
+        let key = wire::steer_key(frame);
+        let Some(pid) = steering::steer(&self.flows, &mut self.fallback, &key) else {
+            pc.drop_no_match += 1;
+            return;
+        };
+        let pid = pid as usize;
+        let pipe = &mut self.pipes[pid];
+        let pcs = &mut self.pipe_counters[pid];
+        if pipe.base == 0 {
+            pc.drop_no_match += 1;
+            return;
+        }
+        let Some(app) = self.apps[pipe.owner as usize].as_mut() else {
+            pc.drop_no_match += 1;
+            return;
+        };
+        let mask = self.pipe_flits - 1;
+        let free = pipe.head.wrapping_sub(pipe.tail).wrapping_sub(1) & mask;
+        if place.flits as u32 > free {
+            pcs.drop_pipe_full += 1;
+            return;
+        }
+        let notify = self.per_packet || !pipe.outstanding;
+        if notify {
+            let nb = &app.nb;
+            if nb.rx_ring == 0 || (nb.rx_tail + 1) & self.ring_mask == nb.rx_head {
+                pcs.drop_notif_ring_full += 1;
+                return;
+            }
+        }
+        // DMA the frame: bursts never cross the end of the ring.
+        let mut tail = pipe.tail;
+        if place.marker {
+            let mut m = [0u8; FLIT];
+            wire::write_marker(&mut m, place.len);
+            let off = pipe.base + tail as usize * FLIT;
+            app.write(off, &m);
+            self.pcie
+                .record_dma_write(TrafficClass::Data, off as u64, FLIT as u64);
+            tail = (tail + 1) & mask;
+        }
+        let data = &frame[..place.len];
+        let pos = tail as usize * FLIT;
+        let first = data.len().min(self.pipe_size - pos);
+        app.write(pipe.base + pos, &data[..first]);
+        self.pcie.record_dma_write(
+            TrafficClass::Data,
+            (pipe.base + pos) as u64,
+            first.next_multiple_of(FLIT) as u64,
+        );
+        if first < data.len() {
+            app.write(pipe.base, &data[first..]);
+            self.pcie.record_dma_write(
+                TrafficClass::Data,
+                pipe.base as u64,
+                (data.len() - first).next_multiple_of(FLIT) as u64,
+            );
+        }
+        pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
+        pcs.rx_frames += 1;
+        pcs.rx_bytes += place.len as u64;
+        self.frames += 1;
+        if notify {
+            push_rx_notif(app, &mut self.pcie, self.ring_mask, pid as u32, pipe.tail);
+            pipe.outstanding = true;
+            pcs.notifications += 1;
+        }
+    }
+
+    /// Applies posted register writes of application `slot`, in order.
+    fn drain_mmio(&mut self, slot: usize, now: u64, latency: u64) -> usize {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let q = app.mmio_queue();
+        // SYNC POINT A (Acquire): pairs with software's Release store of
+        // `producer`; the entries and any TX notification slots written before
+        // it are visible after this load.
+        let prod = q.producer.0.load(Ordering::Acquire);
+        let mut cons = app.mmio_consumer;
+        // Copy the entries out first: applying one needs the whole core.
+        let mut batch = [(0u32, 0u32); MMIO_BUDGET as usize];
+        let mut n = 0;
+        while cons != prod && n < batch.len() {
+            let e = &q.entries[cons as usize & (layout::MMIO_QUEUE_LEN - 1)];
+            if latency > 0 && e.issued_ns.load(Ordering::Relaxed).saturating_add(latency) > now {
+                break; // still on its way over the interconnect
+            }
+            let w = e.word.load(Ordering::Relaxed);
+            batch[n] = ((w >> 32) as u32, w as u32);
+            cons = cons.wrapping_add(1);
+            n += 1;
+        }
+        if n == 0 {
+            return 0;
+        }
+        // SYNC POINT B (Release): pairs with software's Acquire load of
+        // `consumer` before it reuses these entries (they are copied out).
+        q.consumer.0.store(cons, Ordering::Release);
+        app.mmio_consumer = cons;
+        for &(addr, value) in &batch[..n] {
+            self.apply_register(slot, addr, value);
+        }
+        n
+    }
+
+    fn apply_register(&mut self, slot: usize, addr: u32, value: u32) {
+        self.pcie.record_mmio_write(TrafficClass::Register, 4);
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        app.counters.mmio_writes += 1;
+        let Some((q, r)) = layout::split_reg_addr(addr) else {
+            app.counters.reject_foreign_register += 1;
+            return;
+        };
+        if q < layout::MAX_PIPES {
+            if !app.owns_pipe(q) {
+                app.counters.reject_foreign_register += 1;
+                return;
+            }
+            match r {
+                reg::RX_HEAD => self.pipe_head_write(slot, q, value),
+                reg::RX_MEM_LOW => self.pipes[q as usize].pending_low = value,
+                reg::RX_MEM_HIGH => self.pipe_enable(slot, q, value),
+                _ => app.counters.reject_foreign_register += 1,
+            }
+        } else if q == layout::NBUF_QUEUE_BASE + app.nbuf_id {
+            let entries = self.ring_mask + 1;
+            let ring_bytes = entries as usize * 64;
+            let nb = &mut app.nb;
+            match r {
+                reg::RX_HEAD if value < entries && nb.rx_ring != 0 => {
+                    // The head may only move over notifications the NIC wrote.
+                    let used = nb.rx_tail.wrapping_sub(nb.rx_head) & self.ring_mask;
+                    let adv = value.wrapping_sub(nb.rx_head) & self.ring_mask;
+                    if adv <= used {
+                        nb.rx_head = value;
+                    } else {
+                        app.counters.reject_bad_register_value += 1;
+                    }
+                }
+                reg::TX_TAIL if value < entries && nb.tx_ring != 0 => {
+                    let old = nb.tx_tail;
+                    nb.tx_tail = value;
+                    // The NIC fetches the new notifications in as few reads as
+                    // it can (at most TX_FETCH_MAX each, not across the end).
+                    let mut i = old;
+                    while i != value {
+                        let till_end = entries - i;
+                        let n = (value.wrapping_sub(i) & self.ring_mask)
+                            .min(till_end)
+                            .min(TX_FETCH_MAX);
+                        self.pcie.record_dma_read(
+                            TrafficClass::Notification,
+                            (nb.tx_ring + i as usize * 64) as u64,
+                            n as u64 * 64,
+                        );
+                        i = (i + n) & self.ring_mask;
+                    }
+                    nb.tx_fetched = value;
+                }
+                reg::RX_MEM_LOW => nb.rx_low = value,
+                reg::TX_MEM_LOW => nb.tx_low = value,
+                reg::RX_MEM_HIGH | reg::TX_MEM_HIGH => {
+                    let low = if r == reg::RX_MEM_HIGH {
+                        nb.rx_low
+                    } else {
+                        nb.tx_low
+                    };
+                    let off = (value as usize) << 32 | low as usize;
+                    let ok =
+                        off == 0 || (off % layout::PAGE == 0 && app.in_region(off, ring_bytes));
+                    let nb = &mut app.nb;
+                    if !ok {
+                        app.counters.reject_bad_register_value += 1;
+                    } else if r == reg::RX_MEM_HIGH {
+                        (nb.rx_ring, nb.rx_head, nb.rx_tail) = (off, 0, 0);
+                    } else {
+                        (nb.tx_ring, nb.tx_head, nb.tx_tail, nb.tx_fetched) = (off, 0, 0, 0);
+                        app.tx = None;
+                        app.asm.reset();
+                    }
+                }
+                _ => app.counters.reject_bad_register_value += 1,
+            }
+        } else {
+            app.counters.reject_foreign_register += 1;
+        }
+    }
+
+    fn pipe_enable(&mut self, slot: usize, pid: u32, high: u32) {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let p = &mut self.pipes[pid as usize];
+        let off = (high as usize) << 32 | p.pending_low as usize;
+        if off == 0 {
+            p.base = 0;
+            p.outstanding = false;
+            self.flows.retain(|x| x == pid);
+            self.fallback.remove(pid);
+            return;
+        }
+        if off % layout::PAGE != 0 || !app.in_region(off, self.pipe_size) {
+            app.counters.reject_bad_register_value += 1;
+            return;
+        }
+        (p.base, p.head, p.tail, p.outstanding) = (off, 0, 0, false);
+    }
+
+    /// Software handed pipe bytes back (or rewrote the head to prefetch).
+    fn pipe_head_write(&mut self, slot: usize, pid: u32, head: u32) {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let p = &mut self.pipes[pid as usize];
+        let mask = self.pipe_flits - 1;
+        if p.base == 0 || head > mask {
+            app.counters.reject_bad_register_value += 1;
+            return;
+        }
+        let used = p.tail.wrapping_sub(p.head) & mask;
+        let adv = head.wrapping_sub(p.head) & mask;
+        if adv > used {
+            // A head beyond the tail would hand the NIC bytes software has
+            // not read: refuse it.
+            app.counters.reject_bad_register_value += 1;
+            return;
+        }
+        let pc = &mut self.pipe_counters[pid as usize];
+        pc.head_writes += 1;
+        if adv == 0 {
+            pc.head_rewrites += 1;
+        }
+        p.head = head;
+        if self.per_packet {
+            return;
+        }
+        if head == p.tail {
+            p.outstanding = false;
+        } else if push_rx_notif(app, &mut self.pcie, self.ring_mask, pid, p.tail) {
+            // Reactive rule: data is still pending, so tell software now.
+            p.outstanding = true;
+            pc.notifications += 1;
+        } else {
+            app.counters.notif_ring_full += 1;
+            p.outstanding = false;
+        }
+    }
+
+    /// The TX path of application `slot`: read TX notifications, transmit the
+    /// frames in their data, complete them.
+    fn process_tx(&mut self, slot: usize, ports: &mut [Port]) -> usize {
+        let mut frames = 0;
+        let mut rounds = 0;
+        while frames < TX_BUDGET && rounds < TX_BUDGET {
+            rounds += 1;
+            let app = self.apps[slot].as_mut().expect("caller checked");
+            let cur = match app.tx {
+                Some(c) => c,
+                None => {
+                    let nb = &app.nb;
+                    if nb.tx_ring == 0 || nb.tx_head == nb.tx_tail {
+                        break;
+                    }
+                    let slot_i = nb.tx_head;
+                    let n = app.tx_notif(nb.tx_ring, slot_i);
+                    let sig = n.signal.load(Ordering::Relaxed);
+                    match sig {
+                        signal::DATA => {
+                            let addr = n.address.load(Ordering::Relaxed) as usize;
+                            let len = n.length.load(Ordering::Relaxed) as usize;
+                            let port = n.port.load(Ordering::Relaxed) as usize;
+                            app.counters.tx_notifications += 1;
+                            if len > layout::MAX_TX_LEN as usize
+                                || !app.in_region(addr, len)
+                                || port >= ports.len()
+                            {
+                                app.counters.reject_bad_tx_notification += 1;
+                                self.complete_tx(slot);
+                                continue;
+                            }
+                            self.pcie
+                                .record_dma_read(TrafficClass::Data, addr as u64, len as u64);
+                            let c = TxCursor {
+                                addr,
+                                len,
+                                off: 0,
+                                port,
+                            };
+                            self.apps[slot].as_mut().expect("checked").tx = Some(c);
+                            c
+                        }
+                        signal::CONFIG => {
+                            let (id, args) = (
+                                n.config_id.load(Ordering::Relaxed),
+                                std::array::from_fn::<u64, 5, _>(|i| {
+                                    n.args[i].load(Ordering::Relaxed)
+                                }),
+                            );
+                            app.counters.config_notifications += 1;
+                            self.apply_config(slot, id, args);
+                            self.complete_tx(slot);
+                            continue;
+                        }
+                        _ => {
+                            app.counters.reject_bad_tx_notification += 1;
+                            self.complete_tx(slot);
+                            continue;
+                        }
+                    }
+                }
+            };
+            frames += self.transmit_some(slot, cur, ports, TX_BUDGET - frames);
+        }
+        frames
+    }
+
+    /// Transmits frames of the current notification; completes it when done.
+    fn transmit_some(
+        &mut self,
+        slot: usize,
+        mut c: TxCursor,
+        ports: &mut [Port],
+        budget: usize,
+    ) -> usize {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let mut sent = 0;
+        let asm = &mut app.asm;
+        while c.off < c.len && sent < budget {
+            let avail = c.len - c.off;
+            if asm.pad > 0 {
+                let k = asm.pad.min(avail);
+                asm.pad -= k;
+                c.off += k;
+                continue;
+            }
+            if asm.need == 0 {
+                let k = (FLIT - asm.fill).min(avail);
+                // In bounds: `addr..addr + len` was checked when read.
+                read_region(
+                    &app.region,
+                    c.addr + c.off,
+                    &mut asm.buf[asm.fill..asm.fill + k],
+                );
+                asm.fill += k;
+                c.off += k;
+                match wire::delimit(&asm.buf[..asm.fill]) {
+                    Ok(d) => {
+                        asm.need = d.start + d.len;
+                        asm.start = d.start;
+                    }
+                    Err(FrameError::Truncated) if asm.fill < FLIT => {
+                        // Not enough header yet: wait for the next notification.
+                        continue;
+                    }
+                    Err(_) => {
+                        app.counters.reject_bad_tx_frame += 1;
+                        asm.reset();
+                        c.off = c.len; // cannot resynchronise: drop the rest
+                        break;
+                    }
+                }
+            }
+            if asm.fill < asm.need {
+                let k = (asm.need - asm.fill).min(c.len - c.off);
+                read_region(
+                    &app.region,
+                    c.addr + c.off,
+                    &mut asm.buf[asm.fill..asm.fill + k],
+                );
+                asm.fill += k;
+                c.off += k;
+            }
+            if asm.fill >= asm.need {
+                let frame = &asm.buf[asm.start..asm.need];
+                port::transmit(ports, c.port, frame);
+                app.counters.tx_frames += 1;
+                app.counters.tx_bytes += frame.len() as u64;
+                let total = FLIT * wire::flits(asm.need - asm.start) + asm.start;
+                asm.pad = total - asm.fill;
+                asm.fill = 0;
+                asm.need = 0;
+                asm.start = 0;
+                sent += 1;
+            }
+        }
+        self.frames += sent as u64;
+        if c.off >= c.len {
+            // Padding never continues into the next notification.
+            app.asm.pad = 0;
+            app.tx = None;
+            self.complete_tx(slot);
+        } else {
+            app.tx = Some(c);
+        }
+        sent
+    }
+
+    /// Completes the TX notification at the head by clearing its signal.
+    fn complete_tx(&mut self, slot: usize) {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let ring = app.nb.tx_ring;
+        let i = app.nb.tx_head;
+        // SYNC POINT D (Release): pairs with software's Acquire load of
+        // `signal` when it reclaims completions; the NIC no longer reads the
+        // data once software sees EMPTY.
+        app.tx_notif(ring, i)
+            .signal
+            .store(signal::EMPTY, Ordering::Release);
+        self.pcie.record_dma_write(
+            TrafficClass::Notification,
+            (ring + i as usize * 64) as u64,
+            64,
+        );
+        app.nb.tx_head = (i + 1) & self.ring_mask;
+    }
+
+    fn apply_config(&mut self, slot: usize, id: u32, a: [u64; 5]) {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let pipe_ok = |pipes: &[PipeState], p: u64| {
+            p < u32::MAX as u64 && app.owns_pipe(p as u32) && pipes[p as usize].base != 0
+        };
+        match id {
+            config::FLOW_BIND | config::FLOW_UNBIND => {
+                let t = FiveTuple {
+                    dst_ip: (a[0] >> 32) as u32,
+                    src_ip: a[0] as u32,
+                    dst_port: (a[1] >> 32) as u16,
+                    src_port: (a[1] >> 16) as u16,
+                    protocol: a[1] as u8,
+                };
+                if !pipe_ok(&self.pipes, a[2]) {
+                    app.counters.reject_bad_config += 1;
+                } else if id == config::FLOW_BIND {
+                    if self.flows.bind(&t, a[2] as u32).is_err() {
+                        app.counters.reject_bad_config += 1;
+                    }
+                } else {
+                    // Only remove a rule that points to one of its own pipes.
+                    match self.flows.unbind(&t) {
+                        Some(p) if app.owns_pipe(p) => {}
+                        Some(p) => {
+                            let _ = self.flows.bind(&t, p);
+                            app.counters.reject_bad_config += 1;
+                        }
+                        None => app.counters.reject_bad_config += 1,
+                    }
+                }
+            }
+            config::FALLBACK => {
+                if !pipe_ok(&self.pipes, a[1]) {
+                    app.counters.reject_bad_config += 1;
+                    return;
+                }
+                match a[0] {
+                    config::FALLBACK_ADD => self.fallback.add(a[1] as u32),
+                    config::FALLBACK_REMOVE => self.fallback.remove(a[1] as u32),
+                    _ => {
+                        app.counters.reject_bad_config += 1;
+                        return;
+                    }
+                }
+                self.fallback.set_round_robin(a[2] == 1);
+            }
+            // Timestamping and rate limiting are not implemented yet; refusing
+            // them is counted so it cannot go unnoticed.
+            _ => app.counters.reject_bad_config += 1,
+        }
+    }
+}
+
+#[inline]
+fn read_region(region: &MmapRaw, off: usize, dst: &mut [u8]) {
+    // SAFETY: callers pass ranges inside a TX notification whose
+    // `address..address + length` was checked against the region. Bytes are
+    // untrusted plain data (see `App::read`).
+    unsafe { std::ptr::copy_nonoverlapping(region.as_ptr().add(off), dst.as_mut_ptr(), dst.len()) };
+}
+
+/// Writes an RX notification; false if the ring is full or disabled.
+#[inline]
+fn push_rx_notif(app: &mut App, pcie: &mut PcieCounters, mask: u32, pipe: u32, tail: u32) -> bool {
+    let nb = &app.nb;
+    if nb.rx_ring == 0 || (nb.rx_tail + 1) & mask == nb.rx_head {
+        return false;
+    }
+    let (ring, i) = (nb.rx_ring, nb.rx_tail);
+    let n = app.rx_notif(ring, i);
+    n.pipe_id.store(pipe, Ordering::Relaxed);
+    n.tail.store(tail, Ordering::Relaxed);
+    // SYNC POINT C (Release): pairs with software's Acquire load of `signal`;
+    // the frame bytes up to `tail` and the fields above are visible to it.
+    n.signal.store(signal::DATA, Ordering::Release);
+    pcie.record_dma_write(
+        TrafficClass::Notification,
+        (ring + i as usize * 64) as u64,
+        64,
+    );
+    app.nb.rx_tail = (i + 1) & mask;
+    app.counters.rx_notifications += 1;
+    true
+}

@@ -1,0 +1,213 @@
+//! Every structure that the emulated NIC and software share, defined once.
+//!
+//! Shared memory holds offsets into an application's DMA region, never
+//! pointers. Each type is `#[repr(C)]` with its size asserted at compile time.
+//! Fields that both sides touch are atomics, so a buggy or hostile peer can
+//! make values wrong but never makes the other side's accesses undefined.
+//!
+//! # The protocol, field by field
+//!
+//! **Posted register writes** ([`MmioQueue`]). Software never calls the NIC.
+//! A register write is an entry pushed on the application's posted-write
+//! queue (like a PCIe posted write): software stores the entry (Relaxed), then
+//! `producer` with Release; the NIC loads `producer` with Acquire (SYNC POINT
+//! A), applies entries strictly in order and stores `consumer` with Release;
+//! software loads `consumer` with Acquire (SYNC POINT B) before reusing slots.
+//! A full queue makes software wait: a write is never lost (the real NIC
+//! drops head updates when its 128-deep FIFO overflows).
+//!
+//! **RX notifications** ([`RxNotification`]). The NIC writes `pipe_id` and
+//! `tail` (Relaxed), then `signal = 1` with Release; software loads `signal`
+//! with Acquire (SYNC POINT C), reads the fields, clears `signal` (Relaxed;
+//! only software reads it again) and after a batch posts one write of the
+//! notification buffer's RX head register. The NIC only writes a slot that
+//! the last head write handed back.
+//!
+//! **TX notifications** ([`TxNotification`]). Software fills a slot and sets
+//! `signal` (Relaxed), then posts the TX tail register write; the posted-write
+//! Release/Acquire (SYNC POINT A) orders the slot before the tail. The NIC
+//! reads the slot, transmits, and completes it by storing `signal = 0` with
+//! Release; software loads `signal` with Acquire (SYNC POINT D) to reclaim
+//! completions in order.
+//!
+//! **Pipe data.** The NIC writes frame bytes into the pipe, then (SYNC POINT C)
+//! publishes the new tail in a notification; software reads the bytes only up
+//! to a tail it has acquired. Software hands bytes back by posting a head
+//! write; the NIC writes bytes only between tail and head - 1 flit.
+
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Page size: register blocks and DMA buffers are page aligned.
+pub const PAGE: usize = 4096;
+
+/// Most pipes a device can have (the real NIC's limit).
+pub const MAX_PIPES: u32 = 8192;
+/// Most notification buffers (one per device handle) a device can have.
+pub const MAX_NBUFS: u32 = 1024;
+/// Most descriptor-ring queue pairs (the packetized baseline).
+pub const MAX_DESC_QUEUES: u32 = 1024;
+
+/// Register window: queue `q`'s 64 B register block sits at `q * PAGE`.
+/// Pipes are queues `0..MAX_PIPES`, notification buffers follow, then
+/// descriptor queues.
+pub const NBUF_QUEUE_BASE: u32 = MAX_PIPES;
+pub const DESC_QUEUE_BASE: u32 = MAX_PIPES + MAX_NBUFS;
+pub const NUM_QUEUES: u32 = MAX_PIPES + MAX_NBUFS + MAX_DESC_QUEUES;
+
+/// One queue's register block (emulated MMIO). Pipes use the four RX
+/// registers; notification buffers and descriptor queues use all eight.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct QueueRegs {
+    pub rx_tail: u32,
+    pub rx_head: u32,
+    pub rx_mem_low: u32,
+    pub rx_mem_high: u32,
+    pub tx_tail: u32,
+    pub tx_head: u32,
+    pub tx_mem_low: u32,
+    pub tx_mem_high: u32,
+    _reserved: [u32; 8],
+}
+const _: () = assert!(size_of::<QueueRegs>() == 64);
+
+/// Register offsets within a block.
+pub mod reg {
+    use super::*;
+    pub const RX_TAIL: u32 = offset_of!(QueueRegs, rx_tail) as u32;
+    pub const RX_HEAD: u32 = offset_of!(QueueRegs, rx_head) as u32;
+    pub const RX_MEM_LOW: u32 = offset_of!(QueueRegs, rx_mem_low) as u32;
+    pub const RX_MEM_HIGH: u32 = offset_of!(QueueRegs, rx_mem_high) as u32;
+    pub const TX_TAIL: u32 = offset_of!(QueueRegs, tx_tail) as u32;
+    pub const TX_HEAD: u32 = offset_of!(QueueRegs, tx_head) as u32;
+    pub const TX_MEM_LOW: u32 = offset_of!(QueueRegs, tx_mem_low) as u32;
+    pub const TX_MEM_HIGH: u32 = offset_of!(QueueRegs, tx_mem_high) as u32;
+}
+
+/// Address of register `reg` of queue `queue` in the register window.
+#[inline]
+pub const fn reg_addr(queue: u32, reg: u32) -> u32 {
+    queue * PAGE as u32 + reg
+}
+
+/// Splits a register address into (queue, register offset); `None` if it is
+/// outside the window or not a register.
+#[inline]
+pub const fn split_reg_addr(addr: u32) -> Option<(u32, u32)> {
+    let q = addr / PAGE as u32;
+    let r = addr % PAGE as u32;
+    if q >= NUM_QUEUES || r >= 32 || r % 4 != 0 {
+        None
+    } else {
+        Some((q, r))
+    }
+}
+
+/// Cache-line pair alignment (128 B: the spatial prefetcher pulls pairs), as a
+/// `#[repr(C)]` type so its layout in shared memory is fixed; crossbeam's
+/// `CachePadded` changes alignment by target and is not meant for shared
+/// layouts.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct Padded<T>(pub T);
+
+/// Entries in a posted-write queue.
+pub const MMIO_QUEUE_LEN: usize = 4096;
+
+/// One posted register write.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct MmioEntry {
+    /// `addr << 32 | value`.
+    pub word: AtomicU64,
+    /// CLOCK_MONOTONIC ns when software issued it (0 unless the device
+    /// emulates interconnect latency).
+    pub issued_ns: AtomicU64,
+}
+const _: () = assert!(size_of::<MmioEntry>() == 16);
+
+/// An application's posted-write queue: single producer (software), single
+/// consumer (the NIC). Indices run freely and wrap at 2^32.
+#[repr(C)]
+#[derive(Debug)]
+pub struct MmioQueue {
+    /// Next entry software will write. Release by software, Acquire by NIC
+    /// (SYNC POINT A).
+    pub producer: Padded<AtomicU32>,
+    /// Next entry the NIC will apply. Release by NIC, Acquire by software
+    /// (SYNC POINT B).
+    pub consumer: Padded<AtomicU32>,
+    pub entries: [MmioEntry; MMIO_QUEUE_LEN],
+}
+const _: () = assert!(size_of::<MmioQueue>() == 256 + 16 * MMIO_QUEUE_LEN);
+const _: () = assert!(MMIO_QUEUE_LEN.is_power_of_two());
+
+/// Bytes of an application's register file (its posted-write queue).
+pub const MMIO_FILE_LEN: usize = size_of::<MmioQueue>().next_multiple_of(PAGE);
+
+/// `signal` values of notifications.
+pub mod signal {
+    /// RX: slot empty / consumed. TX: completed (or never used).
+    pub const EMPTY: u32 = 0;
+    /// RX: a notification. TX: data to send.
+    pub const DATA: u32 = 1;
+    /// TX: a configuration notification.
+    pub const CONFIG: u32 = 2;
+}
+
+/// An RX notification: "pipe `pipe_id` now ends at `tail`" (flits).
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct RxNotification {
+    pub signal: AtomicU32,
+    pub pipe_id: AtomicU32,
+    pub tail: AtomicU32,
+    _reserved: u32,
+    _pad: [u64; 6],
+}
+const _: () = assert!(size_of::<RxNotification>() == 64);
+
+/// A TX notification: data to send (`signal = DATA`), or a configuration
+/// request (`signal = CONFIG`, `config_id` and `args`). The NIC completes it
+/// by storing `signal = EMPTY`.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct TxNotification {
+    pub signal: AtomicU32,
+    pub config_id: AtomicU32,
+    /// Offset of the data in the application's DMA region.
+    pub address: AtomicU64,
+    /// Bytes to send (at most [`MAX_TX_LEN`]).
+    pub length: AtomicU32,
+    /// Port to transmit on.
+    pub port: AtomicU32,
+    pub args: [AtomicU64; 5],
+}
+const _: () = assert!(size_of::<TxNotification>() == 64);
+
+/// Largest TX notification length (1 MiB, as on the real NIC).
+pub const MAX_TX_LEN: u32 = 1 << 20;
+
+/// Configuration notification ids and their arguments.
+pub mod config {
+    /// Bind a flow to a pipe: args[0] = dst_ip << 32 | src_ip,
+    /// args[1] = dst_port << 32 | src_port << 16 | protocol, args[2] = pipe id.
+    pub const FLOW_BIND: u32 = 1;
+    /// Timestamping: args[0] = enable, args[1] = byte offset (0..=60).
+    pub const TIMESTAMP: u32 = 2;
+    /// Rate limit of `port`: args[0] = num flits, args[1] = den cycles (200 MHz).
+    pub const RATE_LIMIT: u32 = 3;
+    /// Fallback pipes: args[0] = op (1 add, 2 remove), args[1] = pipe id,
+    /// args[2] = policy (0 hash, 1 round robin).
+    pub const FALLBACK: u32 = 4;
+    /// Remove a flow binding: arguments as FLOW_BIND.
+    pub const FLOW_UNBIND: u32 = 5;
+
+    pub const FALLBACK_ADD: u64 = 1;
+    pub const FALLBACK_REMOVE: u64 = 2;
+}
+
+/// The first page of every DMA region is never a valid buffer, so address 0
+/// means "disabled".
+pub const DMA_RESERVED: usize = PAGE;

@@ -1,0 +1,391 @@
+//! Ports and what is at the other end of their wire: nothing, a loopback, a
+//! cable to another port, or the built-in traffic generator and sink.
+
+use crate::config::{GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
+use crate::counters::{GeneratorCounters, PortCounters};
+use crate::testframe::{FrameKind, TestFrames};
+use crate::wire::MAX_FRAME;
+
+/// Frames a port's inbound FIFO holds (loopback and cables).
+pub const WIRE_FIFO_FRAMES: usize = 4096;
+
+/// A FIFO of frames in fixed slots, allocated once.
+#[derive(Debug)]
+pub struct FrameFifo {
+    slots: Box<[u8]>,
+    lens: Box<[u16]>,
+    head: usize,
+    len: usize,
+}
+
+impl FrameFifo {
+    pub fn new(frames: usize) -> Self {
+        Self {
+            slots: vec![0u8; frames * MAX_FRAME].into_boxed_slice(),
+            lens: vec![0u16; frames].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Appends a frame; false if full (or the frame is too large).
+    pub fn push(&mut self, frame: &[u8]) -> bool {
+        let cap = self.lens.len();
+        if self.len == cap || frame.len() > MAX_FRAME {
+            return false;
+        }
+        let i = (self.head + self.len) % cap;
+        self.slots[i * MAX_FRAME..i * MAX_FRAME + frame.len()].copy_from_slice(frame);
+        self.lens[i] = frame.len() as u16;
+        self.len += 1;
+        true
+    }
+    /// The oldest frame.
+    pub fn front(&self) -> Option<&[u8]> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.head;
+        Some(&self.slots[i * MAX_FRAME..i * MAX_FRAME + self.lens[i] as usize])
+    }
+    pub fn pop(&mut self) {
+        if self.len > 0 {
+            self.head = (self.head + 1) % self.lens.len();
+            self.len -= 1;
+        }
+    }
+}
+
+/// The built-in traffic generator and sink.
+#[derive(Debug)]
+pub struct Generator {
+    cfg: GeneratorConfig,
+    frames: TestFrames,
+    next_seq: u64,
+    pub counters: GeneratorCounters,
+    /// One bit per sequence number, when the count is bounded.
+    seen: Vec<u64>,
+    /// Cached frames by (kind, size index, flow) when that space is small.
+    templates: Vec<Option<Box<[u8]>>>,
+    cache_sizes: Vec<usize>,
+    start_ns: Option<u64>,
+    scratch: Box<[u8]>,
+    verify_scratch: Box<[u8]>,
+}
+
+const TEMPLATE_CACHE_MAX: usize = 1 << 16;
+
+impl Generator {
+    pub fn new(cfg: GeneratorConfig) -> Self {
+        let frames = TestFrames::new(cfg.flows, cfg.stream);
+        let seen = match cfg.count {
+            Some(n) if n <= 1 << 32 => vec![0u64; n.div_ceil(64) as usize],
+            _ => Vec::new(),
+        };
+        let cache_sizes = match &cfg.sizes {
+            SizeSpec::Fixed(n) => vec![*n],
+            SizeSpec::Mix(v) => v.clone(),
+            SizeSpec::Range(..) => Vec::new(),
+        };
+        let combos = cfg.kinds.len() * cache_sizes.len() * cfg.flows.max(1) as usize;
+        let templates = if combos > 0 && combos <= TEMPLATE_CACHE_MAX {
+            (0..combos).map(|_| None).collect()
+        } else {
+            Vec::new()
+        };
+        Self {
+            frames,
+            next_seq: 0,
+            counters: GeneratorCounters::default(),
+            seen,
+            templates,
+            cache_sizes,
+            start_ns: None,
+            scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
+            verify_scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &GeneratorConfig {
+        &self.cfg
+    }
+
+    /// Whether every frame has been sent.
+    pub fn finished(&self) -> bool {
+        self.cfg.count.is_some_and(|c| self.next_seq >= c)
+    }
+
+    /// Frames that may be sent now.
+    fn allowance(&mut self, now_ns: u64) -> u64 {
+        let mut n = self.cfg.burst as u64;
+        if let Some(c) = self.cfg.count {
+            n = n.min(c.saturating_sub(self.next_seq));
+        }
+        if let Some(w) = self.cfg.max_in_flight {
+            n = n.min(w.saturating_sub(self.counters.in_flight()));
+        }
+        if let Some(rate) = self.cfg.rate_pps {
+            let start = *self.start_ns.get_or_insert(now_ns);
+            let due = ((now_ns - start) as f64 * rate / 1e9) as u64 + 1;
+            n = n.min(due.saturating_sub(self.next_seq));
+        }
+        n
+    }
+
+    /// Sends up to one burst: calls `deliver` with each frame.
+    #[inline]
+    pub fn emit(&mut self, now_ns: u64, mut deliver: impl FnMut(&[u8])) -> usize {
+        let n = self.allowance(now_ns);
+        for _ in 0..n {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let flow = (seq % self.cfg.flows.max(1) as u64) as u32;
+            let nk = self.cfg.kinds.len();
+            let ki = if nk == 1 {
+                0
+            } else {
+                (crate::config::mix64(seq ^ 0x5555) % nk as u64) as usize
+            };
+            let kind = self.cfg.kinds[ki];
+            let frame: &mut [u8] = if self.templates.is_empty() {
+                let len = self.cfg.sizes.size_for(seq);
+                let n = self.frames.build(kind, seq, flow, len, &mut self.scratch);
+                &mut self.scratch[..n]
+            } else {
+                let si = match self.cache_sizes.len() {
+                    1 => 0,
+                    k => (crate::config::mix64(seq) % k as u64) as usize,
+                };
+                let idx = (ki * self.cache_sizes.len() + si) * self.cfg.flows.max(1) as usize
+                    + flow as usize;
+                let slot = &mut self.templates[idx];
+                if slot.is_none() {
+                    let mut b = vec![0u8; MAX_FRAME];
+                    let n = self
+                        .frames
+                        .build(kind, seq, flow, self.cache_sizes[si], &mut b);
+                    b.truncate(n);
+                    *slot = Some(b.into_boxed_slice());
+                }
+                let t = slot.as_mut().expect("template just filled");
+                patch_seq(t, kind, seq);
+                t
+            };
+            self.counters.sent += 1;
+            self.counters.sent_bytes += frame.len() as u64;
+            deliver(frame);
+        }
+        n as usize
+    }
+
+    /// Checks a frame the NIC sent back.
+    #[inline]
+    pub fn on_return(&mut self, frame: &[u8]) {
+        let v = match self.cfg.verify {
+            VerifyLevel::Full => {
+                match self.frames.verify(
+                    frame,
+                    self.cfg.echo_increment,
+                    None,
+                    &mut self.verify_scratch,
+                ) {
+                    Ok(v) => v,
+                    Err(crate::testframe::VerifyError::Foreign) => {
+                        self.counters.foreign += 1;
+                        return;
+                    }
+                    Err(_) => {
+                        self.counters.corrupt += 1;
+                        return;
+                    }
+                }
+            }
+            VerifyLevel::Sequence => match TestFrames::peek(frame) {
+                Some(v) => v,
+                None => {
+                    self.counters.foreign += 1;
+                    return;
+                }
+            },
+        };
+        if v.seq >= self.next_seq {
+            self.counters.corrupt += 1;
+            return;
+        }
+        if !self.seen.is_empty() {
+            let (w, b) = ((v.seq / 64) as usize, v.seq % 64);
+            if self.seen[w] & (1 << b) != 0 {
+                self.counters.duplicate += 1;
+                return;
+            }
+            self.seen[w] |= 1 << b;
+        }
+        self.counters.returned += 1;
+        self.counters.returned_bytes += frame.len() as u64;
+    }
+}
+
+#[inline]
+fn patch_seq(frame: &mut [u8], kind: FrameKind, seq: u64) {
+    let p = kind.payload_offset();
+    frame[p + 4..p + 12].copy_from_slice(&seq.to_le_bytes());
+    frame[p + 16] = seq as u8;
+}
+
+/// What is at the other end of a port's wire.
+#[derive(Debug)]
+pub enum Wire {
+    Null,
+    Loopback,
+    Cable(usize),
+    Generator(Box<Generator>),
+}
+
+/// A port of the device.
+#[derive(Debug)]
+pub struct Port {
+    pub wire: Wire,
+    /// Frames on their way into this port (from a loopback or cable).
+    pub inbound: Option<FrameFifo>,
+    pub counters: PortCounters,
+}
+
+impl Port {
+    pub fn new(cfg: &WireConfig, all: &[WireConfig], me: usize) -> Self {
+        let fed = all.iter().enumerate().any(|(i, w)| match w {
+            WireConfig::Loopback => i == me,
+            WireConfig::Cable { peer } => *peer == me,
+            _ => false,
+        });
+        let wire = match cfg {
+            WireConfig::Null => Wire::Null,
+            WireConfig::Loopback => Wire::Loopback,
+            WireConfig::Cable { peer } => Wire::Cable(*peer),
+            WireConfig::Generator(g) => Wire::Generator(Box::new(Generator::new(g.clone()))),
+        };
+        Self {
+            wire,
+            inbound: fed.then(|| FrameFifo::new(WIRE_FIFO_FRAMES)),
+            counters: PortCounters::default(),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.wire {
+            Wire::Null => "null".into(),
+            Wire::Loopback => "loopback".into(),
+            Wire::Cable(p) => format!("cable:{p}"),
+            Wire::Generator(_) => "generator".into(),
+        }
+    }
+
+    pub fn generator(&self) -> Option<&Generator> {
+        match &self.wire {
+            Wire::Generator(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+/// Sends `frame` out of port `from`.
+#[inline]
+pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8]) {
+    let p = &mut ports[from];
+    p.counters.tx_frames += 1;
+    p.counters.tx_bytes += frame.len() as u64;
+    let dst = match &mut p.wire {
+        Wire::Null => {
+            p.counters.tx_discarded += 1;
+            return;
+        }
+        Wire::Generator(g) => {
+            g.on_return(frame);
+            return;
+        }
+        Wire::Loopback => from,
+        Wire::Cable(peer) => *peer,
+    };
+    let d = &mut ports[dst];
+    let ok = d.inbound.as_mut().is_some_and(|f| f.push(frame));
+    if !ok {
+        d.counters.drop_wire_fifo_full += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_keeps_order_and_refuses_when_full() {
+        let mut f = FrameFifo::new(3);
+        assert!(f.push(&[1; 60]));
+        assert!(f.push(&[2; 61]));
+        assert!(f.push(&[3; 62]));
+        assert!(!f.push(&[4; 63]));
+        assert_eq!(f.front().unwrap(), &[1u8; 60][..]);
+        f.pop();
+        assert!(f.push(&[5; 64]));
+        let mut seen = vec![];
+        while let Some(x) = f.front() {
+            seen.push((x[0], x.len()));
+            f.pop();
+        }
+        assert_eq!(seen, [(2, 61), (3, 62), (5, 64)]);
+    }
+
+    #[test]
+    fn generator_counts_duplicates_corruption_and_foreign() {
+        let cfg = GeneratorConfig {
+            count: Some(10),
+            flows: 2,
+            sizes: SizeSpec::Mix(vec![64, 200]),
+            echo_increment: 0,
+            ..Default::default()
+        };
+        let mut g = Generator::new(cfg);
+        let mut sent = vec![];
+        while !g.finished() {
+            g.emit(0, |f| sent.push(f.to_vec()));
+        }
+        assert_eq!(sent.len(), 10);
+        for f in &sent {
+            g.on_return(f);
+        }
+        g.on_return(&sent[3]);
+        let mut bad = sent[4].clone();
+        *bad.last_mut().unwrap() ^= 1;
+        g.on_return(&bad);
+        g.on_return(&[0u8; 60]);
+        assert_eq!(g.counters.returned, 10);
+        assert_eq!(g.counters.duplicate, 1);
+        assert_eq!(g.counters.corrupt, 1);
+        assert_eq!(g.counters.foreign, 1);
+    }
+
+    #[test]
+    fn rate_and_window_limit_what_is_sent() {
+        let mut g = Generator::new(GeneratorConfig {
+            rate_pps: Some(1e6),
+            burst: 1000,
+            ..Default::default()
+        });
+        let mut n = g.emit(0, |_| {});
+        assert_eq!(n, 1);
+        n += g.emit(10_000, |_| {}); // 10 us at 1 Mpps: 10 more are due
+        assert_eq!(n, 11);
+        let mut g = Generator::new(GeneratorConfig {
+            max_in_flight: Some(5),
+            burst: 100,
+            ..Default::default()
+        });
+        assert_eq!(g.emit(0, |_| {}), 5);
+        assert_eq!(g.emit(0, |_| {}), 0);
+    }
+}

@@ -1,0 +1,361 @@
+//! Flow steering: bind rules in a hashed flow table, then fallback pipes.
+//!
+//! Matching follows the real NIC: a TCP SYN matches on destination IP and
+//! port (a listening socket); other TCP segments on the full 5-tuple; UDP on
+//! destination IP and port; other protocols on destination IP alone.
+//! Frames that match no rule go to a fallback pipe chosen by hash or round
+//! robin, or are dropped and counted when there is none.
+
+use crate::wire::{hash_tuple, FiveTuple, SteerKey, PROTO_TCP, PROTO_UDP};
+
+/// Entries in the flow table (as on the real NIC).
+pub const FLOW_TABLE_SIZE: usize = 8192;
+
+/// Why a rule could not be installed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    #[error("flow table full")]
+    Full,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    key: FiveTuple,
+    /// Target pipe + 1; 0 marks an empty slot.
+    target: u32,
+}
+
+/// A fixed-size open-addressing table (linear probing with tombstone-free
+/// backward-shift deletion).
+#[derive(Debug)]
+pub struct FlowTable {
+    slots: Box<[Slot]>,
+    len: usize,
+}
+
+impl Default for FlowTable {
+    fn default() -> Self {
+        Self {
+            slots: vec![Slot::default(); FLOW_TABLE_SIZE].into_boxed_slice(),
+            len: 0,
+        }
+    }
+}
+
+/// The lookup key of a rule given by an application.
+pub fn rule_key(rule: &FiveTuple) -> FiveTuple {
+    match rule.protocol {
+        PROTO_UDP => FiveTuple {
+            src_ip: 0,
+            src_port: 0,
+            ..*rule
+        },
+        PROTO_TCP if rule.src_ip == 0 && rule.src_port == 0 => *rule,
+        PROTO_TCP => *rule,
+        p => FiveTuple {
+            dst_ip: rule.dst_ip,
+            protocol: p,
+            ..FiveTuple::default()
+        },
+    }
+}
+
+/// The lookup key of an arriving IPv4 frame.
+#[inline]
+fn frame_key(t: &FiveTuple, syn: bool) -> FiveTuple {
+    match t.protocol {
+        PROTO_UDP => FiveTuple {
+            src_ip: 0,
+            src_port: 0,
+            ..*t
+        },
+        PROTO_TCP if syn => FiveTuple {
+            src_ip: 0,
+            src_port: 0,
+            ..*t
+        },
+        PROTO_TCP => *t,
+        p => FiveTuple {
+            dst_ip: t.dst_ip,
+            protocol: p,
+            ..FiveTuple::default()
+        },
+    }
+}
+
+impl FlowTable {
+    const MASK: usize = FLOW_TABLE_SIZE - 1;
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Installs or replaces the rule for `rule` (as given by an application).
+    pub fn bind(&mut self, rule: &FiveTuple, pipe: u32) -> Result<(), BindError> {
+        let key = rule_key(rule);
+        let mut i = hash_tuple(&key) as usize & Self::MASK;
+        loop {
+            let s = &mut self.slots[i];
+            if s.target == 0 {
+                // Keep one slot free so probes always end.
+                if self.len + 1 >= FLOW_TABLE_SIZE {
+                    return Err(BindError::Full);
+                }
+                *s = Slot {
+                    key,
+                    target: pipe + 1,
+                };
+                self.len += 1;
+                return Ok(());
+            }
+            if s.key == key {
+                s.target = pipe + 1;
+                return Ok(());
+            }
+            i = (i + 1) & Self::MASK;
+        }
+    }
+
+    /// Removes the rule for `rule`; returns the pipe it pointed to.
+    pub fn unbind(&mut self, rule: &FiveTuple) -> Option<u32> {
+        let key = rule_key(rule);
+        let mut i = hash_tuple(&key) as usize & Self::MASK;
+        loop {
+            let s = self.slots[i];
+            if s.target == 0 {
+                return None;
+            }
+            if s.key == key {
+                self.remove_at(i);
+                return Some(s.target - 1);
+            }
+            i = (i + 1) & Self::MASK;
+        }
+    }
+
+    fn remove_at(&mut self, mut hole: usize) {
+        self.slots[hole] = Slot::default();
+        self.len -= 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & Self::MASK;
+            let s = self.slots[j];
+            if s.target == 0 {
+                return;
+            }
+            let home = hash_tuple(&s.key) as usize & Self::MASK;
+            // Move `s` into the hole if its home is not in (hole, j].
+            let dist_home = j.wrapping_sub(home) & Self::MASK;
+            let dist_hole = j.wrapping_sub(hole) & Self::MASK;
+            if dist_home >= dist_hole {
+                self.slots[hole] = s;
+                self.slots[j] = Slot::default();
+                hole = j;
+            }
+        }
+    }
+
+    /// Removes every rule pointing to a pipe for which `gone` is true.
+    pub fn retain(&mut self, gone: impl Fn(u32) -> bool) {
+        let mut i = 0;
+        while i < FLOW_TABLE_SIZE {
+            let s = self.slots[i];
+            if s.target != 0 && gone(s.target - 1) {
+                self.remove_at(i);
+                // Backward shift may have moved another entry into `i`.
+                continue;
+            }
+            i += 1;
+        }
+    }
+
+    #[inline]
+    fn lookup_key(&self, key: &FiveTuple) -> Option<u32> {
+        let mut i = hash_tuple(key) as usize & Self::MASK;
+        loop {
+            let s = &self.slots[i];
+            if s.target == 0 {
+                return None;
+            }
+            if s.key == *key {
+                return Some(s.target - 1);
+            }
+            i = (i + 1) & Self::MASK;
+        }
+    }
+
+    /// The pipe bound to an arriving frame's flow, if any.
+    #[inline]
+    pub fn lookup(&self, t: &FiveTuple, syn: bool) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        self.lookup_key(&frame_key(t, syn))
+    }
+}
+
+/// Fallback pipes and how one is chosen.
+#[derive(Debug, Default)]
+pub struct Fallback {
+    pipes: Vec<u32>,
+    round_robin: bool,
+    next: usize,
+}
+
+impl Fallback {
+    pub fn add(&mut self, pipe: u32) {
+        if !self.pipes.contains(&pipe) {
+            self.pipes.push(pipe);
+        }
+    }
+    pub fn remove(&mut self, pipe: u32) {
+        self.pipes.retain(|&p| p != pipe);
+    }
+    pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.pipes.retain(|&p| keep(p));
+    }
+    pub fn set_round_robin(&mut self, rr: bool) {
+        self.round_robin = rr;
+    }
+    pub fn len(&self) -> usize {
+        self.pipes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pipes.is_empty()
+    }
+
+    #[inline]
+    pub fn choose(&mut self, hash: u32) -> Option<u32> {
+        let n = self.pipes.len();
+        if n == 0 {
+            return None;
+        }
+        let i = if self.round_robin {
+            let i = self.next % n;
+            self.next = i + 1;
+            i
+        } else if n.is_power_of_two() {
+            hash as usize & (n - 1)
+        } else {
+            hash as usize % n
+        };
+        Some(self.pipes[i])
+    }
+}
+
+/// The pipe a frame goes to, or `None` if it is to be dropped.
+#[inline]
+pub fn steer(table: &FlowTable, fallback: &mut Fallback, key: &SteerKey) -> Option<u32> {
+    match key {
+        SteerKey::Ipv4 { tuple, syn } => table
+            .lookup(tuple, *syn)
+            .or_else(|| fallback.choose(hash_tuple(tuple))),
+        SteerKey::Other { hash } => fallback.choose(*hash),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp(dst_port: u16, src_port: u16) -> FiveTuple {
+        FiveTuple {
+            src_ip: 0x0a000001,
+            dst_ip: 0x0a010001,
+            src_port,
+            dst_port,
+            protocol: PROTO_UDP,
+        }
+    }
+
+    #[test]
+    fn udp_matches_on_destination_only() {
+        let mut t = FlowTable::default();
+        t.bind(&udp(80, 0), 7).unwrap();
+        assert_eq!(t.lookup(&udp(80, 1234), false), Some(7));
+        assert_eq!(t.lookup(&udp(81, 1234), false), None);
+    }
+
+    #[test]
+    fn tcp_syn_vs_established() {
+        let mut t = FlowTable::default();
+        let listen = FiveTuple {
+            src_ip: 0,
+            src_port: 0,
+            dst_ip: 1,
+            dst_port: 443,
+            protocol: PROTO_TCP,
+        };
+        let conn = FiveTuple {
+            src_ip: 9,
+            src_port: 5555,
+            ..listen
+        };
+        t.bind(&listen, 1).unwrap();
+        t.bind(&conn, 2).unwrap();
+        assert_eq!(t.lookup(&conn, true), Some(1));
+        assert_eq!(t.lookup(&conn, false), Some(2));
+        let other = FiveTuple {
+            src_port: 5556,
+            ..conn
+        };
+        assert_eq!(t.lookup(&other, false), None);
+    }
+
+    #[test]
+    fn other_protocols_match_destination_ip() {
+        let mut t = FlowTable::default();
+        let icmp = FiveTuple {
+            dst_ip: 5,
+            protocol: 1,
+            ..Default::default()
+        };
+        t.bind(&icmp, 3).unwrap();
+        let pkt = FiveTuple { src_ip: 77, ..icmp };
+        assert_eq!(t.lookup(&pkt, false), Some(3));
+    }
+
+    #[test]
+    fn fills_to_capacity_and_removal_keeps_others_reachable() {
+        let mut t = FlowTable::default();
+        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
+            t.bind(&udp(p as u16, 0), p).unwrap();
+        }
+        assert_eq!(t.bind(&udp(9000, 0), 1), Err(BindError::Full));
+        for p in (0..(FLOW_TABLE_SIZE - 1) as u32).step_by(3) {
+            assert_eq!(t.unbind(&udp(p as u16, 0)), Some(p));
+        }
+        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
+            let want = if p % 3 == 0 { None } else { Some(p) };
+            assert_eq!(t.lookup(&udp(p as u16, 1), false), want, "port {p}");
+        }
+        t.retain(|pipe| pipe % 2 == 0);
+        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
+            let want = if p % 3 == 0 || p % 2 == 0 {
+                None
+            } else {
+                Some(p)
+            };
+            assert_eq!(t.lookup(&udp(p as u16, 1), false), want, "port {p}");
+        }
+    }
+
+    #[test]
+    fn fallback_hash_and_round_robin() {
+        let mut f = Fallback::default();
+        assert_eq!(f.choose(1), None);
+        f.add(10);
+        f.add(11);
+        f.add(12);
+        assert_eq!(f.choose(4), Some(11));
+        f.set_round_robin(true);
+        let picks: Vec<_> = (0..6).map(|_| f.choose(0).unwrap()).collect();
+        assert_eq!(picks, [10, 11, 12, 10, 11, 12]);
+        f.remove(11);
+        assert_eq!(f.len(), 2);
+    }
+}
