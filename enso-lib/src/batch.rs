@@ -1,0 +1,217 @@
+//! Batches of received bytes and the frames in them.
+//!
+//! A batch is one contiguous slice of a pipe (the pipe is mapped twice back
+//! to back, so a batch that wraps is still one slice). Frames start on 64 B
+//! boundaries and are delimited from their own headers
+//! ([`nic_emu::wire::delimit`]): IPv4, IPv6, ARP, 802.3 and opaque frames
+//! (behind a marker flit) all come out right, and an empty batch yields
+//! nothing.
+
+use nic_emu::wire::{self, FrameError, FLIT};
+
+/// Received bytes of one pipe, borrowed until freed or sent.
+#[derive(Debug)]
+pub struct RxBatch<'a> {
+    pub(crate) data: &'a mut [u8],
+}
+
+impl<'a> RxBatch<'a> {
+    /// Bytes in the batch (a multiple of 64).
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The raw bytes (frames back to back on flit boundaries).
+    pub fn bytes(&self) -> &[u8] {
+        self.data
+    }
+
+    /// The raw bytes, writable (for in-place processing of a bytestream).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.data
+    }
+
+    /// The frames in the batch.
+    pub fn packets(&self) -> Packets<'_> {
+        Packets {
+            rest: self.data,
+            error: None,
+        }
+    }
+
+    /// The frames in the batch, writable in place (zero-copy echo/forward).
+    pub fn packets_mut(&mut self) -> PacketsMut<'_> {
+        PacketsMut {
+            rest: self.data,
+            error: None,
+        }
+    }
+
+    /// Number of frames (walks the batch).
+    pub fn packet_count(&self) -> usize {
+        self.packets().count()
+    }
+}
+
+/// Where the next frame is in `rest`, or an error if the bytes are not
+/// frames (which means the pipe was corrupted).
+#[inline]
+fn next_frame(rest: &[u8]) -> Option<Result<wire::Delimited, FrameError>> {
+    if rest.is_empty() {
+        return None;
+    }
+    match wire::delimit(rest) {
+        Ok(d) if d.start + d.len <= rest.len() => Some(Ok(d)),
+        Ok(_) => Some(Err(FrameError::Truncated)),
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// Iterator over the frames of a batch.
+#[derive(Debug)]
+pub struct Packets<'a> {
+    rest: &'a [u8],
+    error: Option<FrameError>,
+}
+
+impl<'a> Packets<'a> {
+    /// Set if iteration stopped early on bytes that are not a frame.
+    pub fn error(&self) -> Option<FrameError> {
+        self.error
+    }
+}
+
+impl<'a> Iterator for Packets<'a> {
+    type Item = &'a [u8];
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match next_frame(self.rest)? {
+            Ok(d) => {
+                let frame = &self.rest[d.start..d.start + d.len];
+                let step = (d.flits * FLIT).min(self.rest.len());
+                self.rest = &self.rest[step..];
+                Some(frame)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.rest = &[];
+                None
+            }
+        }
+    }
+}
+
+/// Iterator over the frames of a batch, writable.
+#[derive(Debug)]
+pub struct PacketsMut<'a> {
+    rest: &'a mut [u8],
+    error: Option<FrameError>,
+}
+
+impl<'a> PacketsMut<'a> {
+    pub fn error(&self) -> Option<FrameError> {
+        self.error
+    }
+}
+
+impl<'a> Iterator for PacketsMut<'a> {
+    type Item = &'a mut [u8];
+    #[inline]
+    fn next(&mut self) -> Option<&'a mut [u8]> {
+        match next_frame(self.rest)? {
+            Ok(d) => {
+                let rest = std::mem::take(&mut self.rest);
+                let step = (d.flits * FLIT).min(rest.len());
+                let (this, after) = rest.split_at_mut(step);
+                self.rest = after;
+                Some(&mut this[d.start..d.start + d.len])
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.rest = &mut [];
+                None
+            }
+        }
+    }
+}
+
+/// Bytes a frame takes in a pipe or TX stream (marker flit included).
+pub fn stream_len(frame: &[u8]) -> Result<usize, FrameError> {
+    let p = wire::place(frame)?;
+    Ok(p.flits * FLIT)
+}
+
+/// Writes `frame` into `out` as it must appear in a TX stream (behind a
+/// marker flit if its headers state no length); returns the bytes used, a
+/// multiple of 64. `out` must hold [`stream_len`] bytes.
+pub fn write_frame(out: &mut [u8], frame: &[u8]) -> Result<usize, FrameError> {
+    let p = wire::place(frame)?;
+    let mut at = 0;
+    if p.marker {
+        let mut m = [0u8; FLIT];
+        wire::write_marker(&mut m, p.len);
+        out[..FLIT].copy_from_slice(&m);
+        at = FLIT;
+    }
+    out[at..at + p.len].copy_from_slice(&frame[..p.len]);
+    Ok(p.flits * FLIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nic_emu::testframe::{FrameKind, TestFrames};
+
+    #[test]
+    fn empty_batch_yields_nothing() {
+        let mut none: [u8; 0] = [];
+        let b = RxBatch { data: &mut none };
+        assert_eq!(b.packet_count(), 0);
+        assert!(b.packets().error().is_none());
+    }
+
+    #[test]
+    fn mixed_frames_iterate_in_order() {
+        let tf = TestFrames::new(3, 0);
+        let mut stream = vec![0u8; 64 * 200];
+        let mut at = 0;
+        let mut want = vec![];
+        let mut f = [0u8; 1536];
+        for (i, (kind, len)) in [
+            (FrameKind::Ipv4Udp, 64),
+            (FrameKind::Raw, 100),
+            (FrameKind::Ipv6Udp, 1500),
+            (FrameKind::Ipv4Udp, 65),
+            (FrameKind::Raw, 1536),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let n = tf.build(kind, i as u64, 1, len, &mut f);
+            at += write_frame(&mut stream[at..], &f[..n]).unwrap();
+            want.push(f[..n].to_vec());
+        }
+        let mut b = RxBatch {
+            data: &mut stream[..at],
+        };
+        let got: Vec<Vec<u8>> = b.packets().map(|p| p.to_vec()).collect();
+        assert_eq!(got, want);
+        for p in b.packets_mut() {
+            p[0] ^= 0xff;
+        }
+        assert!(b.packets().all(|p| p[0] == 0x02 ^ 0xff));
+    }
+
+    #[test]
+    fn garbage_stops_iteration_with_error() {
+        let mut junk = [0xffu8; 128];
+        let b = RxBatch { data: &mut junk };
+        let mut it = b.packets();
+        assert_eq!(it.next(), None);
+        assert!(it.error().is_some());
+    }
+}

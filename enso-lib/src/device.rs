@@ -1,0 +1,991 @@
+//! The device handle: one per thread, owning one notification buffer, its
+//! pipes, and the posted-write queue through which it writes registers.
+//!
+//! The shared-memory protocol (who writes what, with which ordering) is
+//! documented in [`nic_emu::layout`]; the SYNC POINT comments here name the
+//! NIC-side partner of each Release/Acquire.
+
+use std::fs::File;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use memmap2::MmapRaw;
+use nic_emu::engine::{AttachInfo, AttachRequest};
+use nic_emu::layout::{
+    self, config, reg, reg_addr, signal, MmioQueue, RxNotification, TxNotification, MMIO_QUEUE_LEN,
+};
+use nic_emu::shm::{self, MirrorMap};
+use nic_emu::wire::{FiveTuple, FLIT};
+use nic_emu::{Engine, NicControl, NotificationMode};
+
+use crate::batch::RxBatch;
+use crate::error::*;
+
+/// Notifications consumed per poll at most (then one head write).
+const NOTIF_BATCH: u32 = 64;
+/// How long to wait for the device before calling it stalled.
+const STALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest TX notification the library sends (as the real library).
+const TX_CHUNK: usize = 128 << 10;
+
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// Settings of a device handle.
+#[derive(Clone, Debug)]
+pub struct DeviceOptions {
+    /// RX (and RX/TX) pipes this handle may allocate.
+    pub pipes: u32,
+    /// TX pipes this handle may allocate.
+    pub tx_pipes: u32,
+    /// Bytes per TX pipe (power of two, at least 4096).
+    pub tx_pipe_size: usize,
+    /// In-flight TX notifications at most (the real NIC's default: 500).
+    pub tx_credits: u32,
+    /// Prefetch the next pipe's notification in [`Device::next_pipe_with_data`];
+    /// `None` follows the device's notification mode.
+    pub prefetch: Option<bool>,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        Self {
+            pipes: 16,
+            tx_pipes: 1,
+            tx_pipe_size: 2 << 20,
+            tx_credits: 500,
+            prefetch: None,
+        }
+    }
+}
+
+/// An RX pipe of a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RxPipe {
+    dev: u64,
+    idx: u32,
+}
+
+/// An RX/TX pipe: received bytes can be sent back in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RxTxPipe(RxPipe);
+
+impl RxTxPipe {
+    pub fn rx(self) -> RxPipe {
+        self.0
+    }
+}
+
+impl From<RxTxPipe> for RxPipe {
+    fn from(p: RxTxPipe) -> RxPipe {
+        p.0
+    }
+}
+
+/// A TX pipe: a ring of bytes to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TxPipe {
+    dev: u64,
+    idx: u32,
+}
+
+/// A flow rule: which traffic a pipe receives. Zero fields are wildcards as
+/// the NIC's matching rules define (see `nic_emu::steering`).
+pub type FlowRule = FiveTuple;
+
+#[derive(Debug)]
+struct PipeSw {
+    id: u32,
+    map: MirrorMap,
+    off: usize,
+    /// Positions in flits, modulo the pipe size.
+    tail: u32,
+    consumed: u32,
+    sent: u32,
+    freed: u32,
+    rxtx: bool,
+    queued: bool,
+    dirty: bool,
+}
+
+#[derive(Debug)]
+struct TxPipeSw {
+    map: MirrorMap,
+    off: usize,
+    size: usize,
+    /// Byte positions, free-running.
+    tail: u64,
+    done: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+enum TxRecord {
+    #[default]
+    None,
+    RxTx {
+        pipe: u32,
+        flits: u32,
+    },
+    Tx {
+        pipe: u32,
+        bytes: u32,
+    },
+}
+
+/// What the library counted (software's view).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceStats {
+    pub notifications: u64,
+    pub notification_polls: u64,
+    pub head_writes: u64,
+    pub prefetches: u64,
+    pub tx_notifications: u64,
+    pub completions: u64,
+    pub mmio_writes: u64,
+    /// Notifications naming a pipe this handle does not own (ignored).
+    pub bogus_notifications: u64,
+}
+
+/// Keeps an attachment alive; detaches when dropped.
+enum Keepalive {
+    /// Standalone device: the control connection; closing it detaches.
+    Socket(#[allow(dead_code)] UnixStream),
+    /// In-process threaded device.
+    Control(NicControl, u32),
+    /// Stepped engine: the caller detaches (or drops the engine).
+    None,
+}
+
+/// A device handle (one notification buffer). Not `Sync`: one per thread.
+pub struct Device {
+    uid: u64,
+    info: AttachInfo,
+    file: File,
+    region: MmapRaw,
+    mmio: MmapRaw,
+    mmio_prod: u32,
+    mmio_cons: u32,
+    stamp: bool,
+    ring_mask: u32,
+    rx_ring: usize,
+    rx_head: u32,
+    tx_ring: usize,
+    tx_tail: u32,
+    tx_done: u32,
+    tx_inflight: u32,
+    tx_credits: u32,
+    tx_records: Box<[TxRecord]>,
+    tx_unflushed: bool,
+    pipes: Vec<PipeSw>,
+    tx_pipes: Vec<TxPipeSw>,
+    ready: Box<[u32]>,
+    ready_head: usize,
+    ready_len: usize,
+    dirty: Vec<u32>,
+    next_off: usize,
+    pipe_flits: u32,
+    prefetch: bool,
+    opts: DeviceOptions,
+    stats: DeviceStats,
+    _keep: Keepalive,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("app_id", &self.info.app_id)
+            .field("device", &self.info.device)
+            .field("pipes", &self.pipes.len())
+            .finish()
+    }
+}
+
+fn region_bytes(o: &DeviceOptions, pipe_size: usize, entries: u32) -> usize {
+    layout::DMA_RESERVED
+        + 2 * entries as usize * 64
+        + o.pipes as usize * pipe_size
+        + o.tx_pipes as usize * o.tx_pipe_size
+        + layout::PAGE
+}
+
+fn request(o: &DeviceOptions, pipe_size: usize, entries: u32) -> AttachRequest {
+    AttachRequest {
+        pipes: o.pipes,
+        dma_bytes: region_bytes(o, pipe_size, entries),
+    }
+}
+
+fn check_options(o: &DeviceOptions) -> Result<(), AttachError> {
+    if o.tx_credits == 0 {
+        return Err(AttachError::Options("tx_credits must be at least 1".into()));
+    }
+    if o.tx_pipes > 0 && (!o.tx_pipe_size.is_power_of_two() || o.tx_pipe_size < layout::PAGE) {
+        return Err(AttachError::Options(
+            "tx_pipe_size must be a power of two of at least 4096".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Device {
+    /// Attaches to the standalone device `name` under `/dev/shm`.
+    pub fn open(name: &str, opts: DeviceOptions) -> Result<Self, AttachError> {
+        Self::open_in(Path::new("/dev/shm"), name, opts)
+    }
+
+    /// Attaches to the standalone device `name` under `dir`.
+    pub fn open_in(dir: &Path, name: &str, opts: DeviceOptions) -> Result<Self, AttachError> {
+        check_options(&opts)?;
+        let devdir = dir.join(format!("enso-{name}"));
+        // Sizes are device settings; ask with the real NIC's defaults first,
+        // then retry with the device's own if they differ.
+        let guess = request(&opts, 2 << 20, 16384);
+        let (info, sock) =
+            nic_emu::device::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
+        let want = region_bytes(&opts, info.pipe_size, info.notif_ring_entries);
+        if want > info.dma_len {
+            drop(sock);
+            let (info, sock) = nic_emu::device::attach_remote(
+                &devdir,
+                request(&opts, info.pipe_size, info.notif_ring_entries),
+            )
+            .map_err(AttachError::Device)?;
+            return Self::from_info(info, opts, Keepalive::Socket(sock));
+        }
+        Self::from_info(info, opts, Keepalive::Socket(sock))
+    }
+
+    /// Attaches to a device running in this process.
+    pub fn attach(
+        nic: &NicControl,
+        pipe_size: usize,
+        notif_entries: u32,
+        opts: DeviceOptions,
+    ) -> Result<Self, AttachError> {
+        check_options(&opts)?;
+        let info = nic
+            .attach(request(&opts, pipe_size, notif_entries))
+            .map_err(AttachError::Device)?;
+        let id = info.app_id;
+        Self::from_info(info, opts, Keepalive::Control(nic.clone(), id))
+    }
+
+    /// Attaches to a running [`nic_emu::Nic`].
+    pub fn attach_nic(nic: &nic_emu::Nic, opts: DeviceOptions) -> Result<Self, AttachError> {
+        let (ps, ne) = nic.with_engine(|e| (e.config().pipe_size, e.config().notif_ring_entries));
+        Self::attach(&nic.control(), ps, ne, opts)
+    }
+
+    /// Attaches to a stepped engine (the caller runs `engine.step()`).
+    pub fn attach_engine(engine: &mut Engine, opts: DeviceOptions) -> Result<Self, AttachError> {
+        check_options(&opts)?;
+        let c = engine.config();
+        let req = request(&opts, c.pipe_size, c.notif_ring_entries);
+        let info = engine
+            .attach(&req)
+            .map_err(|e| AttachError::Device(e.to_string()))?;
+        Self::from_info(info, opts, Keepalive::None)
+    }
+
+    fn from_info(
+        info: AttachInfo,
+        opts: DeviceOptions,
+        keep: Keepalive,
+    ) -> Result<Self, AttachError> {
+        let file = shm::open_file(&info.dma_path)?;
+        let region = shm::map(&file, info.dma_len)?;
+        let mmio = shm::map(&shm::open_file(&info.mmio_path)?, layout::MMIO_FILE_LEN)?;
+        let entries = info.notif_ring_entries;
+        let ring_bytes = entries as usize * 64;
+        let rx_ring = layout::DMA_RESERVED;
+        let tx_ring = rx_ring + ring_bytes;
+        let pipes = info.pipe_count.min(opts.pipes) as usize;
+        let prefetch = opts
+            .prefetch
+            .unwrap_or(info.notification_mode == NotificationMode::ReactivePrefetch);
+        let credits = opts.tx_credits.min(entries - 1);
+        let mut d = Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            pipe_flits: (info.pipe_size / FLIT) as u32,
+            stamp: info.interconnect_latency_ns > 0,
+            ring_mask: entries - 1,
+            rx_ring,
+            rx_head: 0,
+            tx_ring,
+            tx_tail: 0,
+            tx_done: 0,
+            tx_inflight: 0,
+            tx_credits: credits,
+            tx_records: vec![TxRecord::None; entries as usize].into_boxed_slice(),
+            tx_unflushed: false,
+            pipes: Vec::with_capacity(pipes),
+            tx_pipes: Vec::with_capacity(opts.tx_pipes as usize),
+            ready: vec![0; pipes.max(1)].into_boxed_slice(),
+            ready_head: 0,
+            ready_len: 0,
+            dirty: Vec::with_capacity(pipes),
+            next_off: tx_ring + ring_bytes,
+            prefetch,
+            mmio_prod: 0,
+            mmio_cons: 0,
+            file,
+            region,
+            mmio,
+            info,
+            opts,
+            stats: DeviceStats::default(),
+            _keep: keep,
+        };
+        // Enable both notification rings: writing the high address half
+        // enables a ring.
+        let nb = layout::NBUF_QUEUE_BASE + d.info.nbuf_id;
+        d.mmio_write(reg_addr(nb, reg::RX_MEM_LOW), rx_ring as u32)?;
+        d.mmio_write(reg_addr(nb, reg::RX_MEM_HIGH), (rx_ring >> 32) as u32)?;
+        d.mmio_write(reg_addr(nb, reg::TX_MEM_LOW), tx_ring as u32)?;
+        d.mmio_write(reg_addr(nb, reg::TX_MEM_HIGH), (tx_ring >> 32) as u32)?;
+        Ok(d)
+    }
+
+    /// What the device said at attach time.
+    pub fn info(&self) -> &AttachInfo {
+        &self.info
+    }
+
+    /// Software-side counters.
+    pub fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
+
+    /// Whether automatic notification prefetching is on.
+    pub fn prefetching(&self) -> bool {
+        self.prefetch
+    }
+
+    pub fn set_prefetch(&mut self, on: bool) {
+        self.prefetch = on;
+    }
+
+    /// The global (device) id of a pipe.
+    pub fn pipe_id(&self, p: RxPipe) -> Option<u32> {
+        (p.dev == self.uid).then(|| self.pipes.get(p.idx as usize).map(|s| s.id))?
+    }
+
+    #[inline]
+    fn mmio_queue(&self) -> &MmioQueue {
+        // SAFETY: the mapping holds MMIO_FILE_LEN >= size_of::<MmioQueue>()
+        // bytes, is page aligned, lives as long as `self`; all fields atomics.
+        unsafe { &*(self.mmio.as_ptr() as *const MmioQueue) }
+    }
+
+    /// Posts a register write. Waits (bounded) if the queue is full: a write
+    /// is never dropped.
+    #[inline]
+    fn mmio_write(&mut self, addr: u32, value: u32) -> Result<(), DeviceError> {
+        if self.mmio_prod.wrapping_sub(self.mmio_cons) as usize >= MMIO_QUEUE_LEN {
+            let start = Instant::now();
+            loop {
+                // SYNC POINT B (Acquire): pairs with the NIC's Release store
+                // of `consumer` after it copied the entries out.
+                self.mmio_cons = self.mmio_queue().consumer.0.load(Ordering::Acquire);
+                if (self.mmio_prod.wrapping_sub(self.mmio_cons) as usize) < MMIO_QUEUE_LEN {
+                    break;
+                }
+                if start.elapsed() > STALL_TIMEOUT {
+                    return Err(DeviceError::MmioStalled);
+                }
+                std::hint::spin_loop();
+            }
+        }
+        let prod = self.mmio_prod;
+        let stamp = self.stamp.then(nic_emu::monotonic_ns).unwrap_or(0);
+        let q = self.mmio_queue();
+        let e = &q.entries[prod as usize & (MMIO_QUEUE_LEN - 1)];
+        e.word
+            .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
+        e.issued_ns.store(stamp, Ordering::Relaxed);
+        // SYNC POINT A (Release): pairs with the NIC's Acquire load of
+        // `producer`; the entry and any TX notification written before are
+        // visible to it.
+        q.producer.0.store(prod.wrapping_add(1), Ordering::Release);
+        self.mmio_prod = prod.wrapping_add(1);
+        self.stats.mmio_writes += 1;
+        Ok(())
+    }
+
+    fn alloc_region(&mut self, len: usize) -> Result<usize, AllocError> {
+        let off = self.next_off.next_multiple_of(layout::PAGE);
+        if off + len > self.info.dma_len {
+            return Err(AllocError::NoMemory);
+        }
+        self.next_off = off + len;
+        Ok(off)
+    }
+
+    fn alloc_pipe(&mut self, fallback: bool, rxtx: bool) -> Result<RxPipe, AllocError> {
+        let idx = self.pipes.len() as u32;
+        if idx >= self.info.pipe_count.min(self.opts.pipes) {
+            return Err(AllocError::NoPipes(self.info.pipe_count));
+        }
+        let size = self.info.pipe_size;
+        let off = self.alloc_region(size)?;
+        let map =
+            MirrorMap::new(&self.file, off, size).map_err(|e| AllocError::Map(e.to_string()))?;
+        let id = self.info.pipe_base + idx;
+        self.pipes.push(PipeSw {
+            id,
+            map,
+            off,
+            tail: 0,
+            consumed: 0,
+            sent: 0,
+            freed: 0,
+            rxtx,
+            queued: false,
+            dirty: false,
+        });
+        // Enable: head and tail start at zero; the high address half enables.
+        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), off as u32)?;
+        self.mmio_write(reg_addr(id, reg::RX_MEM_HIGH), (off >> 32) as u32)?;
+        let p = RxPipe { dev: self.uid, idx };
+        if fallback {
+            self.config(config::FALLBACK, [config::FALLBACK_ADD, id as u64, 0, 0, 0])?;
+        }
+        Ok(p)
+    }
+
+    /// Allocates an RX pipe; `fallback` makes it receive traffic that no
+    /// flow rule matches.
+    pub fn alloc_rx_pipe(&mut self, fallback: bool) -> Result<RxPipe, AllocError> {
+        self.alloc_pipe(fallback, false)
+    }
+
+    /// Allocates an RX/TX pipe (received bytes can be sent in place).
+    pub fn alloc_rxtx_pipe(&mut self, fallback: bool) -> Result<RxTxPipe, AllocError> {
+        self.alloc_pipe(fallback, true).map(RxTxPipe)
+    }
+
+    /// The RX/TX view of a pipe, if it was allocated as one.
+    pub fn as_rxtx(&self, p: RxPipe) -> Option<RxTxPipe> {
+        (p.dev == self.uid && self.pipes.get(p.idx as usize)?.rxtx).then_some(RxTxPipe(p))
+    }
+
+    /// Allocates a TX pipe of `opts.tx_pipe_size` bytes.
+    pub fn alloc_tx_pipe(&mut self) -> Result<TxPipe, AllocError> {
+        if self.tx_pipes.len() as u32 >= self.opts.tx_pipes {
+            return Err(AllocError::NoPipes(self.opts.tx_pipes));
+        }
+        let size = self.opts.tx_pipe_size;
+        let off = self.alloc_region(size)?;
+        let map =
+            MirrorMap::new(&self.file, off, size).map_err(|e| AllocError::Map(e.to_string()))?;
+        self.tx_pipes.push(TxPipeSw {
+            map,
+            off,
+            size,
+            tail: 0,
+            done: 0,
+        });
+        Ok(TxPipe {
+            dev: self.uid,
+            idx: self.tx_pipes.len() as u32 - 1,
+        })
+    }
+
+    /// Sends a configuration notification.
+    fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+        let slot = self.tx_slot()?;
+        let n = self.tx_notif(slot);
+        n.config_id.store(id, Ordering::Relaxed);
+        for (a, v) in n.args.iter().zip(args) {
+            a.store(v, Ordering::Relaxed);
+        }
+        n.signal.store(signal::CONFIG, Ordering::Relaxed);
+        self.tx_commit(slot, TxRecord::None);
+        self.flush_tx()
+    }
+
+    /// Steers traffic matching `rule` to `pipe`.
+    pub fn bind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(config::FLOW_BIND, rule_args(&rule, id))?;
+        Ok(())
+    }
+
+    /// Removes a binding made with [`Device::bind`].
+    pub fn unbind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(config::FLOW_UNBIND, rule_args(&rule, id))?;
+        Ok(())
+    }
+
+    /// Chooses fallback pipes by round robin instead of by flow hash.
+    pub fn set_fallback_round_robin(
+        &mut self,
+        pipe: impl Into<RxPipe>,
+        rr: bool,
+    ) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(
+            config::FALLBACK,
+            [config::FALLBACK_ADD, id as u64, rr as u64, 0, 0],
+        )?;
+        Ok(())
+    }
+
+    #[inline]
+    fn rx_notif(&self, i: u32) -> &RxNotification {
+        // SAFETY: the RX ring is `entries * 64` bytes at `rx_ring`, inside the
+        // mapped region (checked at attach); `i` is masked to the ring; all
+        // fields are atomics.
+        unsafe {
+            &*(self.region.as_ptr().add(self.rx_ring + i as usize * 64) as *const RxNotification)
+        }
+    }
+
+    #[inline]
+    fn tx_notif(&self, i: u32) -> &TxNotification {
+        // SAFETY: as `rx_notif`, for the TX ring.
+        unsafe {
+            &*(self.region.as_ptr().add(self.tx_ring + i as usize * 64) as *const TxNotification)
+        }
+    }
+
+    /// Consumes up to 64 RX notifications and reclaims TX completions.
+    /// Returns the number of RX notifications.
+    pub fn poll(&mut self) -> Result<usize, DeviceError> {
+        self.stats.notification_polls += 1;
+        let mut n = 0;
+        while n < NOTIF_BATCH {
+            let slot = self.rx_notif(self.rx_head);
+            // SYNC POINT C (Acquire): pairs with the NIC's Release store of
+            // `signal`; the pipe bytes up to `tail` are visible after it.
+            if slot.signal.load(Ordering::Acquire) != signal::DATA {
+                break;
+            }
+            let pid = slot.pipe_id.load(Ordering::Relaxed);
+            let tail = slot.tail.load(Ordering::Relaxed);
+            slot.signal.store(signal::EMPTY, Ordering::Relaxed);
+            self.rx_head = (self.rx_head + 1) & self.ring_mask;
+            n += 1;
+            let idx = pid.wrapping_sub(self.info.pipe_base) as usize;
+            let Some(p) = self.pipes.get_mut(idx) else {
+                self.stats.bogus_notifications += 1;
+                continue;
+            };
+            p.tail = tail & (self.pipe_flits - 1);
+            if !p.queued {
+                p.queued = true;
+                let cap = self.ready.len();
+                self.ready[(self.ready_head + self.ready_len) % cap] = idx as u32;
+                self.ready_len += 1;
+            }
+        }
+        if n > 0 {
+            self.stats.notifications += n as u64;
+            let nb = layout::NBUF_QUEUE_BASE + self.info.nbuf_id;
+            self.mmio_write(reg_addr(nb, reg::RX_HEAD), self.rx_head)?;
+        }
+        self.reap_completions()?;
+        Ok(n as usize)
+    }
+
+    /// A pipe that has received data, in notification order (polls first).
+    /// With prefetching on, also asks the NIC for the next pipe's latest
+    /// notification.
+    pub fn next_pipe_with_data(&mut self) -> Result<Option<RxPipe>, DeviceError> {
+        if self.ready_len == 0 {
+            self.poll()?;
+        }
+        while self.ready_len > 0 {
+            let idx = self.ready[self.ready_head] as usize;
+            self.ready_head = (self.ready_head + 1) % self.ready.len();
+            self.ready_len -= 1;
+            let mask = self.pipe_flits - 1;
+            let p = &mut self.pipes[idx];
+            p.queued = false;
+            if p.tail.wrapping_sub(p.consumed) & mask == 0 {
+                continue;
+            }
+            if self.prefetch {
+                let next = (idx + 1) % self.pipes.len();
+                self.prefetch_idx(next)?;
+            }
+            return Ok(Some(RxPipe {
+                dev: self.uid,
+                idx: idx as u32,
+            }));
+        }
+        Ok(None)
+    }
+
+    fn prefetch_idx(&mut self, idx: usize) -> Result<(), DeviceError> {
+        let p = &self.pipes[idx];
+        let (id, head) = (p.id, p.freed);
+        self.stats.prefetches += 1;
+        self.mmio_write(reg_addr(id, reg::RX_HEAD), head)
+    }
+
+    /// Notification prefetching: rewrites the pipe's head with its unchanged
+    /// value, so the NIC sends a notification with its latest tail now.
+    pub fn prefetch(&mut self, pipe: impl Into<RxPipe>) -> Result<(), RecvError> {
+        let p = pipe.into();
+        if p.dev != self.uid {
+            return Err(RecvError::ForeignPipe);
+        }
+        self.prefetch_idx(p.idx as usize)?;
+        Ok(())
+    }
+
+    fn pipe_mut(&mut self, p: RxPipe) -> Option<&mut PipeSw> {
+        if p.dev != self.uid {
+            return None;
+        }
+        self.pipes.get_mut(p.idx as usize)
+    }
+
+    /// Received bytes not yet handed out, without consuming them.
+    pub fn peek(&mut self, pipe: impl Into<RxPipe>) -> Result<RxBatch<'_>, RecvError> {
+        self.take(pipe.into(), false)
+    }
+
+    /// Received bytes not yet handed out; they count as consumed (free them
+    /// or send them later).
+    pub fn recv(&mut self, pipe: impl Into<RxPipe>) -> Result<RxBatch<'_>, RecvError> {
+        self.take(pipe.into(), true)
+    }
+
+    fn take(&mut self, pipe: RxPipe, consume: bool) -> Result<RxBatch<'_>, RecvError> {
+        if pipe.dev != self.uid || pipe.idx as usize >= self.pipes.len() {
+            return Err(RecvError::ForeignPipe);
+        }
+        let idx = pipe.idx as usize;
+        if self.pipes[idx].tail == self.pipes[idx].consumed {
+            self.poll()?;
+        }
+        let mask = self.pipe_flits - 1;
+        let p = &mut self.pipes[idx];
+        let flits = p.tail.wrapping_sub(p.consumed) & mask;
+        let start = p.consumed as usize * FLIT;
+        if consume {
+            p.consumed = p.tail;
+        }
+        let len = flits as usize * FLIT;
+        // SAFETY: `start < pipe size` and `len < pipe size`, so the slice lies
+        // inside the doubly mapped pipe (2 * size bytes). The NIC does not
+        // write bytes between software's head and the tail it notified, and
+        // this handle hands each such span out only while `self` is mutably
+        // borrowed, so the slice is not aliased.
+        let data = unsafe { std::slice::from_raw_parts_mut(p.map.as_ptr().add(start), len) };
+        Ok(RxBatch { data })
+    }
+
+    /// Marks `bytes` of a peeked batch as consumed.
+    pub fn confirm(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
+        let mask = self.pipe_flits - 1;
+        let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
+        if bytes % FLIT != 0 {
+            return Err(FreeError::Unaligned(bytes));
+        }
+        let avail = (p.tail.wrapping_sub(p.consumed) & mask) as usize * FLIT;
+        if bytes > avail {
+            return Err(FreeError::MoreThanReceived {
+                asked: bytes,
+                available: avail,
+            });
+        }
+        p.consumed = (p.consumed + (bytes / FLIT) as u32) & mask;
+        Ok(())
+    }
+
+    /// Hands `bytes` of received data back to the NIC (one head write).
+    pub fn free(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
+        let mask = self.pipe_flits - 1;
+        let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
+        if bytes % FLIT != 0 {
+            return Err(FreeError::Unaligned(bytes));
+        }
+        if p.sent != p.freed {
+            return Err(FreeError::InFlight);
+        }
+        let avail = (p.consumed.wrapping_sub(p.freed) & mask) as usize * FLIT;
+        if bytes > avail {
+            return Err(FreeError::MoreThanReceived {
+                asked: bytes,
+                available: avail,
+            });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        p.freed = (p.freed + (bytes / FLIT) as u32) & mask;
+        p.sent = p.freed;
+        let (id, head) = (p.id, p.freed);
+        self.stats.head_writes += 1;
+        self.mmio_write(reg_addr(id, reg::RX_HEAD), head)?;
+        Ok(())
+    }
+
+    /// Frees everything consumed so far.
+    pub fn free_all(&mut self, pipe: impl Into<RxPipe>) -> Result<(), FreeError> {
+        let pipe = pipe.into();
+        let mask = self.pipe_flits - 1;
+        let p = self.pipe_mut(pipe).ok_or(FreeError::ForeignPipe)?;
+        let n = (p.consumed.wrapping_sub(p.freed) & mask) as usize * FLIT;
+        self.free(pipe, n)
+    }
+
+    /// Takes a TX notification slot, reclaiming completions (and waiting,
+    /// bounded) when all credits are in use.
+    fn tx_slot(&mut self) -> Result<u32, DeviceError> {
+        if self.tx_inflight >= self.tx_credits {
+            self.flush_tx()?;
+            let start = Instant::now();
+            loop {
+                self.reap_completions()?;
+                if self.tx_inflight < self.tx_credits {
+                    break;
+                }
+                if start.elapsed() > STALL_TIMEOUT {
+                    return Err(DeviceError::TxStalled);
+                }
+                std::hint::spin_loop();
+            }
+        }
+        Ok(self.tx_tail)
+    }
+
+    fn tx_commit(&mut self, slot: u32, rec: TxRecord) {
+        self.tx_records[slot as usize] = rec;
+        self.tx_tail = (slot + 1) & self.ring_mask;
+        self.tx_inflight += 1;
+        self.tx_unflushed = true;
+        self.stats.tx_notifications += 1;
+    }
+
+    fn push_data(
+        &mut self,
+        addr: usize,
+        len: usize,
+        port: u32,
+        rec: TxRecord,
+    ) -> Result<(), DeviceError> {
+        let slot = self.tx_slot()?;
+        let n = self.tx_notif(slot);
+        n.address.store(addr as u64, Ordering::Relaxed);
+        n.length.store(len as u32, Ordering::Relaxed);
+        n.port.store(port, Ordering::Relaxed);
+        n.signal.store(signal::DATA, Ordering::Relaxed);
+        self.tx_commit(slot, rec);
+        Ok(())
+    }
+
+    /// One TX tail write for everything queued since the last one.
+    fn flush_tx(&mut self) -> Result<(), DeviceError> {
+        if self.tx_unflushed {
+            self.tx_unflushed = false;
+            let nb = layout::NBUF_QUEUE_BASE + self.info.nbuf_id;
+            self.mmio_write(reg_addr(nb, reg::TX_TAIL), self.tx_tail)?;
+        }
+        Ok(())
+    }
+
+    /// Reclaims completed TX notifications in order: frees RX/TX pipe bytes
+    /// (one head write per pipe) and TX pipe space.
+    pub fn reap_completions(&mut self) -> Result<usize, DeviceError> {
+        let mut n = 0;
+        let mask = self.pipe_flits - 1;
+        while self.tx_inflight > 0 {
+            let slot = self.tx_done;
+            // SYNC POINT D (Acquire): pairs with the NIC's Release store of
+            // `signal = EMPTY`; it has finished reading the data.
+            if self.tx_notif(slot).signal.load(Ordering::Acquire) != signal::EMPTY {
+                break;
+            }
+            match std::mem::take(&mut self.tx_records[slot as usize]) {
+                TxRecord::None => {}
+                TxRecord::RxTx { pipe, flits } => {
+                    let p = &mut self.pipes[pipe as usize];
+                    p.freed = (p.freed + flits) & mask;
+                    if !p.dirty {
+                        p.dirty = true;
+                        self.dirty.push(pipe);
+                    }
+                }
+                TxRecord::Tx { pipe, bytes } => self.tx_pipes[pipe as usize].done += bytes as u64,
+            }
+            self.tx_done = (slot + 1) & self.ring_mask;
+            self.tx_inflight -= 1;
+            n += 1;
+        }
+        self.stats.completions += n as u64;
+        while let Some(i) = self.dirty.pop() {
+            let p = &mut self.pipes[i as usize];
+            p.dirty = false;
+            let (id, head) = (p.id, p.freed);
+            self.stats.head_writes += 1;
+            self.mmio_write(reg_addr(id, reg::RX_HEAD), head)?;
+        }
+        Ok(n)
+    }
+
+    /// Sends the first `bytes` of received-but-unsent data of an RX/TX pipe
+    /// in place (port 0); they are freed when the NIC completes the send.
+    pub fn send_and_free(&mut self, pipe: RxTxPipe, bytes: usize) -> Result<(), SendError> {
+        self.send_and_free_on(pipe, bytes, 0)
+    }
+
+    /// As [`Device::send_and_free`], on port `port`.
+    pub fn send_and_free_on(
+        &mut self,
+        pipe: RxTxPipe,
+        bytes: usize,
+        port: u32,
+    ) -> Result<(), SendError> {
+        let p = pipe.0;
+        if p.dev != self.uid || p.idx as usize >= self.pipes.len() {
+            return Err(SendError::ForeignPipe);
+        }
+        if port as usize >= self.info.ports {
+            return Err(SendError::NoPort(port));
+        }
+        if bytes % FLIT != 0 {
+            return Err(SendError::Unaligned(bytes));
+        }
+        let mask = self.pipe_flits - 1;
+        let size = self.info.pipe_size;
+        let ps = &self.pipes[p.idx as usize];
+        let avail = (ps.consumed.wrapping_sub(ps.sent) & mask) as usize * FLIT;
+        if bytes > avail {
+            return Err(SendError::MoreThanReceived {
+                asked: bytes,
+                available: avail,
+            });
+        }
+        let mut pos = ps.sent as usize * FLIT;
+        let base = ps.off;
+        let mut left = bytes;
+        while left > 0 {
+            // Never cross the end of the pipe or exceed one chunk.
+            let n = left.min(size - pos).min(TX_CHUNK);
+            let rec = TxRecord::RxTx {
+                pipe: p.idx,
+                flits: (n / FLIT) as u32,
+            };
+            self.push_data(base + pos, n, port, rec)?;
+            pos = (pos + n) % size;
+            left -= n;
+        }
+        let ps = &mut self.pipes[p.idx as usize];
+        ps.sent = (ps.sent + (bytes / FLIT) as u32) & mask;
+        self.flush_tx()?;
+        Ok(())
+    }
+
+    /// Bytes free in a TX pipe (after reclaiming completions).
+    pub fn tx_space(&mut self, pipe: TxPipe) -> Result<usize, SendError> {
+        if pipe.dev != self.uid {
+            return Err(SendError::ForeignPipe);
+        }
+        self.reap_completions()?;
+        let t = &self.tx_pipes[pipe.idx as usize];
+        Ok(t.size - (t.tail - t.done) as usize)
+    }
+
+    /// A writable span of `len` bytes at the end of a TX pipe, waiting
+    /// (bounded) for space. Fill it, then call [`Device::send`].
+    pub fn tx_buf(&mut self, pipe: TxPipe, len: usize) -> Result<&mut [u8], SendError> {
+        if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
+            return Err(SendError::ForeignPipe);
+        }
+        let cap = self.tx_pipes[pipe.idx as usize].size;
+        if len > cap {
+            return Err(SendError::TooLarge {
+                asked: len,
+                capacity: cap,
+            });
+        }
+        let start = Instant::now();
+        while self.tx_space(pipe)? < len {
+            self.flush_tx()?;
+            if start.elapsed() > STALL_TIMEOUT {
+                return Err(DeviceError::TxStalled.into());
+            }
+            std::hint::spin_loop();
+        }
+        let t = &self.tx_pipes[pipe.idx as usize];
+        let at = (t.tail % t.size as u64) as usize;
+        // SAFETY: `at < size` and `len <= size`, so the span lies in the
+        // doubly mapped TX pipe; bytes between `tail` and `done + size` are
+        // not being read by the NIC (they were completed or never sent), and
+        // the slice lives only while `self` is mutably borrowed.
+        Ok(unsafe { std::slice::from_raw_parts_mut(t.map.as_ptr().add(at), len) })
+    }
+
+    /// Sends `len` bytes written at the start of the last [`Device::tx_buf`]
+    /// span (frames on 64 B boundaries; `len` a multiple of 64, except that
+    /// the last frame's padding may be left out).
+    pub fn send(&mut self, pipe: TxPipe, len: usize, port: u32) -> Result<(), SendError> {
+        if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
+            return Err(SendError::ForeignPipe);
+        }
+        if port as usize >= self.info.ports {
+            return Err(SendError::NoPort(port));
+        }
+        let (size, off, tail, done) = {
+            let t = &self.tx_pipes[pipe.idx as usize];
+            (t.size, t.off, t.tail, t.done)
+        };
+        let padded = len.next_multiple_of(FLIT);
+        if padded > size - (tail - done) as usize {
+            return Err(SendError::TooLarge {
+                asked: len,
+                capacity: size,
+            });
+        }
+        let mut pos = (tail % size as u64) as usize;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(size - pos).min(TX_CHUNK);
+            // The padding of the last piece is freed with it.
+            let freed = if n == left { padded - (len - left) } else { n };
+            self.push_data(
+                off + pos,
+                n,
+                port,
+                TxRecord::Tx {
+                    pipe: pipe.idx,
+                    bytes: freed as u32,
+                },
+            )?;
+            pos = (pos + n) % size;
+            left -= n;
+        }
+        self.tx_pipes[pipe.idx as usize].tail += padded as u64;
+        self.flush_tx()?;
+        Ok(())
+    }
+
+    /// TX notifications sent but not completed.
+    pub fn tx_in_flight(&self) -> u32 {
+        self.tx_inflight
+    }
+}
+
+fn rule_args(r: &FlowRule, pipe: u32) -> [u64; 5] {
+    [
+        (r.dst_ip as u64) << 32 | r.src_ip as u64,
+        (r.dst_port as u64) << 32 | (r.src_port as u64) << 16 | r.protocol as u64,
+        pipe as u64,
+        0,
+        0,
+    ]
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Keepalive::Control(c, id) = &self._keep {
+            c.detach(*id);
+        }
+    }
+}
