@@ -210,6 +210,17 @@ impl App {
     }
 }
 
+/// An event of the notification protocol, recorded when tracing is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// A frame was written to a pipe.
+    Frame { pipe: u32 },
+    /// The NIC wrote an RX notification.
+    Notify { pipe: u32, tail: u32 },
+    /// Software's head write reached the NIC.
+    HeadWrite { pipe: u32, head: u32 },
+}
+
 /// Everything but the ports, so the RX path can borrow it while a port's wire
 /// produces frames.
 #[derive(Debug)]
@@ -226,6 +237,7 @@ struct Core {
     detached_pipes: PipeCounters,
     pcie: PcieCounters,
     frames: u64,
+    trace: Option<Vec<TraceEvent>>,
 }
 
 /// How the engine tells time for rate control.
@@ -292,6 +304,7 @@ impl Engine {
             detached_pipes: PipeCounters::default(),
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
+            trace: None,
         };
         Ok(Self {
             core,
@@ -531,6 +544,20 @@ impl Engine {
             .all(|p| p.generator().is_none_or(|g| g.finished()))
     }
 
+    /// Starts recording [`TraceEvent`]s (tests; costs memory per event).
+    pub fn enable_trace(&mut self) {
+        self.core.trace = Some(Vec::new());
+    }
+
+    /// Takes the events recorded so far.
+    pub fn take_trace(&mut self) -> Vec<TraceEvent> {
+        self.core
+            .trace
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// Clears the PCIe counters (to measure a steady state).
     pub fn reset_pcie(&mut self) {
         self.core.pcie.reset();
@@ -644,10 +671,19 @@ impl Core {
         pcs.rx_frames += 1;
         pcs.rx_bytes += place.len as u64;
         self.frames += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.push(TraceEvent::Frame { pipe: pid as u32 });
+        }
         if notify {
             push_rx_notif(app, &mut self.pcie, self.ring_mask, pid as u32, pipe.tail);
             pipe.outstanding = true;
             pcs.notifications += 1;
+            if let Some(t) = self.trace.as_mut() {
+                t.push(TraceEvent::Notify {
+                    pipe: pid as u32,
+                    tail: pipe.tail,
+                });
+            }
         }
     }
 
@@ -806,6 +842,9 @@ impl Core {
         }
         let pc = &mut self.pipe_counters[pid as usize];
         pc.head_writes += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.push(TraceEvent::HeadWrite { pipe: pid, head });
+        }
         if adv == 0 {
             pc.head_rewrites += 1;
         }
@@ -819,6 +858,12 @@ impl Core {
             // Reactive rule: data is still pending, so tell software now.
             p.outstanding = true;
             pc.notifications += 1;
+            if let Some(t) = self.trace.as_mut() {
+                t.push(TraceEvent::Notify {
+                    pipe: pid,
+                    tail: p.tail,
+                });
+            }
         } else {
             app.counters.notif_ring_full += 1;
             p.outstanding = false;
@@ -1010,7 +1055,9 @@ impl Core {
                 if !pipe_ok(&self.pipes, a[2]) {
                     app.counters.reject_bad_config += 1;
                 } else if id == config::FLOW_BIND {
-                    if self.flows.bind(&t, a[2] as u32).is_err() {
+                    // A rule another application owns is not replaced.
+                    let theirs = self.flows.get(&t).is_some_and(|p| !app.owns_pipe(p));
+                    if theirs || self.flows.bind(&t, a[2] as u32).is_err() {
                         app.counters.reject_bad_config += 1;
                     }
                 } else {

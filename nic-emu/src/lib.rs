@@ -24,6 +24,7 @@ pub mod engine;
 pub mod layout;
 pub mod port;
 pub mod shm;
+pub mod spec;
 pub mod steering;
 pub mod testframe;
 pub mod wire;

@@ -120,6 +120,11 @@ impl FlowTable {
         }
     }
 
+    /// The pipe the rule for `rule` points to, if there is one.
+    pub fn get(&self, rule: &FiveTuple) -> Option<u32> {
+        self.lookup_key(&rule_key(rule))
+    }
+
     /// Removes the rule for `rule`; returns the pipe it pointed to.
     pub fn unbind(&mut self, rule: &FiveTuple) -> Option<u32> {
         let key = rule_key(rule);

@@ -1,0 +1,128 @@
+//! Text forms of port wiring, for command lines:
+//!
+//! - `null`, `loopback`, `cable:<port>`
+//! - `generator[:key=value,...]` with keys `size` (`64`, `64-1518`,
+//!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
+//!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
+
+use crate::config::{GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
+use crate::testframe::FrameKind;
+
+fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("generator option {k}: '{v}' is not a valid number"))
+}
+
+/// Parses a frame-size spec: `64`, `64-1518` or `64/128/1518`.
+pub fn parse_sizes(v: &str) -> Result<SizeSpec, String> {
+    let check = |n: usize| {
+        if (60..=crate::wire::MAX_FRAME).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!(
+                "frame size {n} outside 60..={}",
+                crate::wire::MAX_FRAME
+            ))
+        }
+    };
+    if let Some((a, b)) = v.split_once('-') {
+        let (a, b) = (check(num("size", a)?)?, check(num("size", b)?)?);
+        if a > b {
+            return Err(format!("size range {v}: low end above high end"));
+        }
+        Ok(SizeSpec::Range(a, b))
+    } else if v.contains('/') {
+        let sizes = v
+            .split('/')
+            .map(|s| num("size", s).and_then(check))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SizeSpec::Mix(sizes))
+    } else {
+        Ok(SizeSpec::Fixed(check(num("size", v)?)?))
+    }
+}
+
+/// Parses one port's wiring.
+pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
+    let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+    match kind {
+        "null" if rest.is_empty() => Ok(WireConfig::Null),
+        "loopback" if rest.is_empty() => Ok(WireConfig::Loopback),
+        "cable" => Ok(WireConfig::Cable {
+            peer: rest
+                .parse()
+                .map_err(|_| format!("cable needs a port number, got '{rest}'"))?,
+        }),
+        "generator" | "gen" => {
+            let mut g = GeneratorConfig::default();
+            for kv in rest.split(',').filter(|x| !x.is_empty()) {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("generator option '{kv}' is not key=value"))?;
+                match k {
+                    "size" => g.sizes = parse_sizes(v)?,
+                    "kinds" => {
+                        g.kinds = v
+                            .split('/')
+                            .map(|x| match x {
+                                "ipv4" => Ok(FrameKind::Ipv4Udp),
+                                "ipv6" => Ok(FrameKind::Ipv6Udp),
+                                "raw" => Ok(FrameKind::Raw),
+                                o => Err(format!("unknown frame kind '{o}' (ipv4, ipv6, raw)")),
+                            })
+                            .collect::<Result<_, _>>()?
+                    }
+                    "flows" => g.flows = num::<u32>(k, v)?.max(1),
+                    "pps" => g.rate_pps = Some(num(k, v)?),
+                    "count" => g.count = Some(num(k, v)?),
+                    "inflight" => g.max_in_flight = Some(num(k, v)?),
+                    "burst" => g.burst = num::<usize>(k, v)?.max(1),
+                    "echo" => g.echo_increment = num(k, v)?,
+                    "verify" => {
+                        g.verify = match v {
+                            "full" => VerifyLevel::Full,
+                            "seq" | "sequence" => VerifyLevel::Sequence,
+                            o => return Err(format!("unknown verify level '{o}' (full, seq)")),
+                        }
+                    }
+                    o => return Err(format!("unknown generator option '{o}'")),
+                }
+            }
+            Ok(WireConfig::Generator(g))
+        }
+        _ => Err(format!(
+            "unknown port wiring '{s}' (null, loopback, cable:N, generator[:opts])"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_wires_and_rejects_nonsense() {
+        assert_eq!(parse_wire("loopback"), Ok(WireConfig::Loopback));
+        assert_eq!(parse_wire("cable:1"), Ok(WireConfig::Cable { peer: 1 }));
+        let WireConfig::Generator(g) =
+            parse_wire("generator:size=64-1518,flows=8,pps=1e6,kinds=ipv4/raw").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(g.sizes, SizeSpec::Range(64, 1518));
+        assert_eq!(g.flows, 8);
+        assert_eq!(g.rate_pps, Some(1e6));
+        assert_eq!(g.kinds, vec![FrameKind::Ipv4Udp, FrameKind::Raw]);
+        for bad in [
+            "wire",
+            "cable:x",
+            "generator:size=10",
+            "generator:size",
+            "generator:foo=1",
+            "generator:size=200-100",
+            "null:3",
+        ] {
+            assert!(parse_wire(bad).is_err(), "{bad}");
+        }
+    }
+}
