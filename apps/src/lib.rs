@@ -19,3 +19,5 @@ pub enum Verdict {
     /// The frame was unacceptable; the handler has counted it.
     Drop,
 }
+pub mod kv;
+pub mod zipf;
