@@ -20,4 +20,5 @@ pub enum Verdict {
     Drop,
 }
 pub mod kv;
+pub mod telemetry;
 pub mod zipf;
