@@ -20,5 +20,6 @@ pub enum Verdict {
     Drop,
 }
 pub mod kv;
+pub mod logmon;
 pub mod telemetry;
 pub mod zipf;
