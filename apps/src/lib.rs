@@ -1,13 +1,53 @@
 //! Application logic for the Ensō experiments, independent of the NIC.
 //!
-//! (crate docs being written)
+//! The paper evaluates four applications on both NIC interfaces (FACTS.md
+//! §5): the Maglev load balancer, NitroSketch telemetry, a MICA-like
+//! key-value store and a log monitor. For the comparison to be fair their
+//! processing logic must be the same on both sides; only the code that
+//! receives and sends changes. This crate is that shared logic. It knows
+//! nothing about pipes, descriptors or the emulated NIC: every entry point
+//! takes bytes and says what to do with them.
+//!
+//! # Entry points
+//!
+//! | application | per-packet entry point | result |
+//! |---|---|---|
+//! | [`maglev`] | [`Maglev::process`](maglev::Maglev::process)`(&mut [u8])` | frame rewritten in place, [`Verdict::Forward`] |
+//! | [`telemetry`] | [`Telemetry::process`](telemetry::Telemetry::process)`(&[u8])` | [`Verdict::Consume`] |
+//! | [`kv`] | [`KvServer::handle`](kv::KvServer::handle)`(&[u8], &mut [u8])` | response frame written into the caller's buffer (up to 1536 B), its length |
+//! | [`logmon`] | [`LogMonitor::process`](logmon::LogMonitor::process)`(&[u8])` per packet, or [`LogScanner::scan`](logmon::LogScanner::scan)`(&[u8]) -> usize` on a bytestream | [`Verdict::Consume`] / bytes consumed |
+//!
+//! Frames are whole Ethernet frames without FCS. A handler that cannot use
+//! a frame (too short, not IPv4, bad lengths) counts it and returns
+//! [`Verdict::Drop`] or an error; it never panics. The per-packet paths do
+//! not allocate, lock or make system calls: tables, logs, sketches and
+//! scratch buffers are sized when the application is built.
+//!
+//! Each module also carries the traffic side of its experiment: Maglev's
+//! "16 flows" and "SYN flood" workloads, the KV client (Zipf 0.99, 95% or
+//! 50% GET) with response checking, Zipf flow traces for the sketch, and a
+//! seeded log generator.
+//!
+//! # Modules
+//!
+//! * [`packet`]: zero-copy Ethernet/IPv4/UDP/TCP views, 5-tuples, address
+//!   rewriting with incremental checksums, frame building.
+//! * [`maglev`], [`kv`], [`telemetry`], [`logmon`]: the applications; each
+//!   module's documentation gives its design and where it departs from the
+//!   system the paper used.
+//! * [`hash`], [`zipf`]: seeded hashing and an exact Zipf sampler shared by
+//!   the applications and their workloads.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod hash;
+pub mod kv;
+pub mod logmon;
 pub mod maglev;
 pub mod packet;
+pub mod telemetry;
+pub mod zipf;
 
 /// What to do with a frame after an application handled it in place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,7 +59,3 @@ pub enum Verdict {
     /// The frame was unacceptable; the handler has counted it.
     Drop,
 }
-pub mod kv;
-pub mod logmon;
-pub mod telemetry;
-pub mod zipf;

@@ -22,6 +22,8 @@
 //!   across packets held in unrelated buffers: it copies the unfinished tail
 //!   of one packet into a fixed buffer and completes it with the start of the
 //!   next.
+//! * [`LogMonitor`] wraps both as an application: a bytestream entry point
+//!   and a per-packet entry point that scans UDP payloads.
 //! * A line longer than `max_line` bytes (4096 by default) is not matched
 //!   and is counted in [`ScanStats::overlong_lines`]; this bounds both the
 //!   tail a stream reader must keep and the assembler's buffer. Both paths
@@ -43,6 +45,8 @@ use std::fmt;
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, PatternSet};
+
+use crate::Verdict;
 
 pub use generator::{generate_log, LogGenerator};
 pub use patterns::{Pattern, BUILTIN};
@@ -319,6 +323,74 @@ impl LineAssembler {
             scanner.scan_line(&self.partial);
             self.partial.clear();
         }
+    }
+}
+
+/// Counters of a [`LogMonitor`]'s packet path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MonitorStats {
+    /// Frames whose UDP payload was scanned.
+    pub frames: u64,
+    /// Frames dropped because they were not IPv4/UDP.
+    pub dropped: u64,
+}
+
+/// The log-monitor application: one ordered log stream, received either as
+/// a contiguous bytestream ([`LogMonitor::scan_stream`]) or as UDP packets
+/// whose payloads are consecutive pieces of the log
+/// ([`LogMonitor::process`]). Packets of different streams must go to
+/// different monitors (for example one pipe or queue per sender).
+#[derive(Clone, Debug)]
+pub struct LogMonitor {
+    scanner: LogScanner,
+    assembler: LineAssembler,
+    stats: MonitorStats,
+}
+
+impl LogMonitor {
+    /// A monitor for `patterns` with the default line limit.
+    pub fn new(patterns: &LogPatterns) -> Self {
+        let scanner = LogScanner::new(patterns);
+        LogMonitor {
+            assembler: LineAssembler::new(scanner.max_line()),
+            scanner,
+            stats: MonitorStats::default(),
+        }
+    }
+
+    /// Scans the complete lines of a contiguous bytestream; returns the
+    /// bytes consumed (see [`LogScanner::scan`]).
+    #[inline]
+    pub fn scan_stream(&mut self, text: &[u8]) -> usize {
+        self.scanner.scan(text)
+    }
+
+    /// Scans the UDP payload of one frame as the next piece of the log. The
+    /// monitor is a sink: the frame is consumed (or dropped and counted if
+    /// it is not IPv4/UDP).
+    #[inline]
+    pub fn process(&mut self, frame: &[u8]) -> Verdict {
+        match crate::packet::UdpDatagram::parse(frame) {
+            Ok(d) => {
+                self.stats.frames += 1;
+                self.assembler.push(&mut self.scanner, d.payload);
+                Verdict::Consume
+            }
+            Err(_) => {
+                self.stats.dropped += 1;
+                Verdict::Drop
+            }
+        }
+    }
+
+    /// The scanner and its counts.
+    pub fn scanner(&self) -> &LogScanner {
+        &self.scanner
+    }
+
+    /// Packet-path counters.
+    pub fn stats(&self) -> &MonitorStats {
+        &self.stats
     }
 }
 
