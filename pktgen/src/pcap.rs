@@ -1,0 +1,935 @@
+//! Pcap files: reading a replay set, laying it out as the 64 B-aligned byte
+//! stream the NIC transmits from, and writing captured frames.
+//!
+//! Reading never panics on a corrupt file: every problem is a
+//! [`PcapError`] that names the file and, for a record, its number (1-based,
+//! as Wireshark numbers frames).
+//!
+//! # The replay stream
+//!
+//! Like EnsōGen, the generator does not hand the NIC one frame at a time: it
+//! copies the replay set once into a buffer where every frame starts on a
+//! flit (64 B) boundary, and sends that buffer in chunks of up to 128 KiB,
+//! one TX notification per chunk, never splitting a frame between chunks.
+//! The NIC finds the frames in a chunk from their own headers
+//! ([`nic_emu::wire::delimit`]); frames whose headers state no length (not
+//! IPv4, IPv6 or ARP) are preceded by a marker flit that carries it. The real
+//! EnsōGen needs no markers because the real NIC only handles IPv4.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nic_emu::wire::{self, FrameError, FLIT, MAX_FRAME, MIN_FRAME};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
+
+use crate::rate::FrameProfile;
+
+/// Bytes per TX notification when replaying, as the real library splits.
+pub const TX_CHUNK_BYTES: usize = 128 << 10;
+
+/// Link type number of Ethernet in pcap headers.
+pub const LINKTYPE_ETHERNET: u32 = 1;
+
+/// Magic of a pcapng section header block.
+const PCAPNG_MAGIC: u32 = 0x0A0D_0D0A;
+
+/// Snap length written into capture files.
+const CAPTURE_SNAPLEN: u32 = 65_535;
+
+/// A pcap file that could not be read or replayed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct PcapError {
+    /// The file (or the name given to a reader).
+    pub path: PathBuf,
+    /// What is wrong with it.
+    #[source]
+    pub kind: PcapErrorKind,
+}
+
+/// What is wrong with a pcap file.
+#[derive(Debug, thiserror::Error)]
+pub enum PcapErrorKind {
+    /// The file could not be opened.
+    #[error("cannot open: {0}")]
+    Open(#[source] io::Error),
+    /// Reading failed part way.
+    #[error("read error: {0}")]
+    Io(#[source] io::Error),
+    /// Shorter than the 24 B file header.
+    #[error("truncated file header (not a pcap file, or cut short)")]
+    TruncatedHeader,
+    /// The first four bytes are no pcap magic.
+    #[error("not a pcap file (magic {0:#010x})")]
+    BadMagic(u32),
+    /// A pcapng file.
+    #[error("pcapng is not supported; convert it with `editcap -F pcap`")]
+    PcapNg,
+    /// Not Ethernet frames.
+    #[error("link type {0} is not Ethernet (1)")]
+    LinkType(u32),
+    /// The file ends inside a record, or a record's length field is corrupt.
+    #[error("record {record} is truncated (file cut short or corrupt length)")]
+    TruncatedRecord {
+        /// Record number, from 1.
+        record: u64,
+    },
+    /// A record header with impossible fields.
+    #[error("record {record}: {reason}")]
+    BadRecord {
+        /// Record number, from 1.
+        record: u64,
+        /// What the pcap parser objected to.
+        reason: &'static str,
+    },
+    /// A frame that cannot be replayed.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+}
+
+/// A frame that cannot be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// Larger than the NIC's largest frame.
+    #[error("frame {frame} is {len} bytes, more than the {MAX_FRAME} B the NIC sends")]
+    FrameTooLarge {
+        /// Frame number, from 1.
+        frame: u64,
+        /// Its length.
+        len: usize,
+    },
+    /// Shorter than an Ethernet header.
+    #[error("frame {frame} is {len} bytes, shorter than an Ethernet header")]
+    FrameTooSmall {
+        /// Frame number, from 1.
+        frame: u64,
+        /// Its length.
+        len: usize,
+    },
+    /// Captured with a snap length: part of the frame is missing.
+    #[error("frame {frame} was cut to {captured} of {original} bytes when captured")]
+    Snapped {
+        /// Frame number, from 1.
+        frame: u64,
+        /// Bytes in the file.
+        captured: u32,
+        /// Bytes on the wire.
+        original: u32,
+    },
+    /// Headers that contradict the frame's length.
+    #[error("frame {frame}: {source}")]
+    Undelimitable {
+        /// Frame number, from 1.
+        frame: u64,
+        /// Why the NIC could not delimit it.
+        #[source]
+        source: FrameError,
+    },
+    /// Nothing to replay.
+    #[error("no frames to replay")]
+    NoFrames,
+}
+
+/// One record of a capture file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedFrame {
+    /// Timestamp (since the Unix epoch, or whatever the writer used).
+    pub timestamp: Duration,
+    /// Length of the frame when it was captured (at least `data.len()`).
+    pub orig_len: u32,
+    /// The bytes in the file.
+    pub data: Vec<u8>,
+}
+
+/// Opens a pcap stream: checks the magic (so a pcapng file or garbage gets a
+/// precise error) and the link type.
+/// A pcap reader over the four magic bytes already read and the rest.
+type Reader<R> = PcapReader<io::Chain<Cursor<[u8; 4]>, R>>;
+
+fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
+    let mut magic = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match r.read(&mut magic[got..]) {
+            Ok(0) => return Err(PcapErrorKind::TruncatedHeader),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(PcapErrorKind::Io(e)),
+        }
+    }
+    let be = u32::from_be_bytes(magic);
+    if be == PCAPNG_MAGIC {
+        return Err(PcapErrorKind::PcapNg);
+    }
+    if !matches!(be, 0xA1B2_C3D4 | 0xA1B2_3C4D | 0xD4C3_B2A1 | 0x4D3C_B2A1) {
+        return Err(PcapErrorKind::BadMagic(be));
+    }
+    let reader = PcapReader::new(Cursor::new(magic).chain(r)).map_err(|e| match e {
+        pcap_file::PcapError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            PcapErrorKind::TruncatedHeader
+        }
+        pcap_file::PcapError::IoError(e) => PcapErrorKind::Io(e),
+        _ => PcapErrorKind::BadMagic(be),
+    })?;
+    let link = u32::from(reader.header().datalink);
+    if link != LINKTYPE_ETHERNET {
+        return Err(PcapErrorKind::LinkType(link));
+    }
+    Ok(reader)
+}
+
+/// Calls `f` with every record of a pcap stream, numbered from 1.
+fn for_each_record<R: Read>(
+    r: R,
+    mut f: impl FnMut(u64, &PcapPacket<'_>) -> Result<(), PcapErrorKind>,
+) -> Result<(), PcapErrorKind> {
+    let mut reader = open(r)?;
+    let mut record = 0u64;
+    while let Some(p) = reader.next_packet() {
+        record += 1;
+        let p = p.map_err(|e| match e {
+            pcap_file::PcapError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                PcapErrorKind::TruncatedRecord { record }
+            }
+            pcap_file::PcapError::IoError(e) => PcapErrorKind::Io(e),
+            pcap_file::PcapError::InvalidField(reason) => {
+                PcapErrorKind::BadRecord { record, reason }
+            }
+            _ => PcapErrorKind::BadRecord {
+                record,
+                reason: "unparsable record",
+            },
+        })?;
+        f(record, &p)?;
+    }
+    Ok(())
+}
+
+fn open_file(path: &Path) -> Result<BufReader<File>, PcapError> {
+    File::open(path).map(BufReader::new).map_err(|e| PcapError {
+        path: path.into(),
+        kind: PcapErrorKind::Open(e),
+    })
+}
+
+/// Reads every record of an Ethernet pcap file.
+pub fn read_capture(path: impl AsRef<Path>) -> Result<Vec<CapturedFrame>, PcapError> {
+    let path = path.as_ref();
+    read_capture_from(open_file(path)?, path)
+}
+
+/// Reads every record of an Ethernet pcap stream; `name` labels errors.
+pub fn read_capture_from<R: Read>(
+    r: R,
+    name: impl AsRef<Path>,
+) -> Result<Vec<CapturedFrame>, PcapError> {
+    let mut out = Vec::new();
+    for_each_record(r, |_, p| {
+        out.push(CapturedFrame {
+            timestamp: p.timestamp,
+            orig_len: p.orig_len,
+            data: p.data.to_vec(),
+        });
+        Ok(())
+    })
+    .map_err(|kind| PcapError {
+        path: name.as_ref().into(),
+        kind,
+    })?;
+    Ok(out)
+}
+
+/// The frames to replay, as the NIC will send them, stored back to back.
+///
+/// Bytes after a frame's stated length (Ethernet padding, trailers) are not
+/// kept: the NIC delimits frames by their headers and would not send them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplaySet {
+    data: Vec<u8>,
+    /// End offset of each frame in `data`.
+    ends: Vec<usize>,
+    trimmed: u64,
+}
+
+impl ReplaySet {
+    /// Loads the frames of a pcap file.
+    pub fn from_pcap(path: impl AsRef<Path>) -> Result<Self, PcapError> {
+        let path = path.as_ref();
+        Self::from_reader(open_file(path)?, path)
+    }
+
+    /// Loads the frames of a pcap stream; `name` labels errors.
+    pub fn from_reader<R: Read>(r: R, name: impl AsRef<Path>) -> Result<Self, PcapError> {
+        let mut set = ReplaySet::default();
+        let res = for_each_record(r, |record, p| {
+            if (p.data.len() as u64) < u64::from(p.orig_len) {
+                return Err(ReplayError::Snapped {
+                    frame: record,
+                    captured: p.data.len() as u32,
+                    original: p.orig_len,
+                }
+                .into());
+            }
+            set.push(record, &p.data)?;
+            Ok(())
+        })
+        .and_then(|()| {
+            if set.is_empty() {
+                Err(ReplayError::NoFrames.into())
+            } else {
+                Ok(())
+            }
+        });
+        res.map_err(|kind| PcapError {
+            path: name.as_ref().into(),
+            kind,
+        })?;
+        Ok(set)
+    }
+
+    /// A replay set of the given frames.
+    pub fn from_frames<'a>(
+        frames: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Self, ReplayError> {
+        let mut set = ReplaySet::default();
+        for (i, f) in frames.into_iter().enumerate() {
+            set.push(i as u64 + 1, f)?;
+        }
+        if set.is_empty() {
+            return Err(ReplayError::NoFrames);
+        }
+        Ok(set)
+    }
+
+    fn push(&mut self, frame: u64, data: &[u8]) -> Result<(), ReplayError> {
+        let len = data.len();
+        if len > MAX_FRAME {
+            return Err(ReplayError::FrameTooLarge { frame, len });
+        }
+        if len < MIN_FRAME {
+            return Err(ReplayError::FrameTooSmall { frame, len });
+        }
+        let p = wire::place(data).map_err(|source| ReplayError::Undelimitable { frame, source })?;
+        if p.len < len {
+            self.trimmed += 1;
+        }
+        self.data.extend_from_slice(&data[..p.len]);
+        self.ends.push(self.data.len());
+        Ok(())
+    }
+
+    /// Number of frames.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no frames.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Frame `i` (from 0).
+    pub fn frame(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.data[start..self.ends[i]]
+    }
+
+    /// The frames in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| self.frame(i))
+    }
+
+    /// Sum of the frame lengths (goodput bytes of one pass).
+    pub fn bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// Frames whose padding or trailer was dropped.
+    pub fn trimmed(&self) -> u64 {
+        self.trimmed
+    }
+
+    /// Mean length and flits, for converting rates.
+    pub fn profile(&self) -> FrameProfile {
+        FrameProfile::from_lens(self.iter().map(<[u8]>::len)).unwrap_or(FrameProfile::fixed(60))
+    }
+}
+
+/// How a [`ReplayStream`] is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Most bytes per chunk (one TX notification). Rounded down to whole
+    /// flits, and at least large enough for the largest frame and a marker.
+    pub chunk_bytes: usize,
+    /// Repeat the whole set until the stream holds at least this many bytes,
+    /// so a small pcap still fills large chunks.
+    pub min_bytes: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            chunk_bytes: TX_CHUNK_BYTES,
+            min_bytes: 0,
+        }
+    }
+}
+
+/// A run of whole frames sent with one TX notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Offset in the stream (a multiple of 64).
+    pub offset: usize,
+    /// Bytes (a multiple of 64).
+    pub len: usize,
+    /// Index of its first frame in the stream.
+    pub first_frame: usize,
+    /// Frames in it.
+    pub frames: usize,
+}
+
+/// A replay set laid out for the NIC: frames on flit boundaries, cut into
+/// chunks that never split a frame.
+#[derive(Clone, Debug)]
+pub struct ReplayStream {
+    data: Vec<u8>,
+    chunks: Vec<Chunk>,
+    /// End offset (flit-aligned) of each frame in `data`.
+    ends: Vec<usize>,
+    passes: usize,
+    frame_bytes: u64,
+}
+
+impl ReplayStream {
+    /// Lays out `set`.
+    pub fn new(set: &ReplaySet, opts: StreamOptions) -> Self {
+        let min_chunk = FLIT + wire::flits(MAX_FRAME) * FLIT;
+        let chunk_cap = (opts.chunk_bytes / FLIT * FLIT).max(min_chunk);
+        let pass_flits: usize = set
+            .iter()
+            .map(|f| wire::place(f).map_or(wire::flits(f.len()), |p| p.flits))
+            .sum();
+        let pass_bytes = pass_flits * FLIT;
+        let passes = if pass_bytes == 0 {
+            0
+        } else {
+            opts.min_bytes.div_ceil(pass_bytes).max(1)
+        };
+        let mut s = ReplayStream {
+            data: Vec::with_capacity(pass_bytes * passes),
+            chunks: Vec::new(),
+            ends: Vec::with_capacity(set.len() * passes),
+            passes,
+            frame_bytes: 0,
+        };
+        let mut chunk = Chunk {
+            offset: 0,
+            len: 0,
+            first_frame: 0,
+            frames: 0,
+        };
+        for _ in 0..passes {
+            for f in set.iter() {
+                // Frames in a set passed `place` when they were added.
+                let marker = wire::place(f).map(|p| p.marker).unwrap_or(false);
+                let need = (usize::from(marker) + wire::flits(f.len())) * FLIT;
+                if chunk.len + need > chunk_cap {
+                    s.chunks.push(chunk);
+                    chunk = Chunk {
+                        offset: s.data.len(),
+                        len: 0,
+                        first_frame: s.ends.len(),
+                        frames: 0,
+                    };
+                }
+                if marker {
+                    let mut flit = [0u8; FLIT];
+                    wire::write_marker(&mut flit, f.len());
+                    s.data.extend_from_slice(&flit);
+                }
+                s.data.extend_from_slice(f);
+                s.data.resize(s.data.len().next_multiple_of(FLIT), 0);
+                s.ends.push(s.data.len());
+                s.frame_bytes += f.len() as u64;
+                chunk.len += need;
+                chunk.frames += 1;
+            }
+        }
+        if chunk.frames > 0 {
+            s.chunks.push(chunk);
+        }
+        s
+    }
+
+    /// The whole stream.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The chunks, in order.
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
+    /// The bytes of a chunk.
+    pub fn chunk_data(&self, c: &Chunk) -> &[u8] {
+        &self.data[c.offset..c.offset + c.len]
+    }
+
+    /// Frames in the stream (all passes).
+    pub fn frames(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// How many times the set was repeated.
+    pub fn passes(&self) -> usize {
+        self.passes
+    }
+
+    /// Sum of frame lengths in the stream (goodput bytes of one send).
+    pub fn frame_bytes(&self) -> u64 {
+        self.frame_bytes
+    }
+
+    /// Bytes of the first `frames` frames of chunk `c` (to send fewer than
+    /// a whole chunk when a frame count runs out).
+    pub fn prefix_len(&self, c: &Chunk, frames: usize) -> usize {
+        match frames.min(c.frames) {
+            0 => 0,
+            n => self.ends[c.first_frame + n - 1] - c.offset,
+        }
+    }
+}
+
+/// Splits a flit-aligned TX stream into frames the way the NIC does.
+pub fn stream_frames(mut stream: &[u8]) -> impl Iterator<Item = Result<&[u8], FrameError>> {
+    std::iter::from_fn(move || {
+        if stream.is_empty() {
+            return None;
+        }
+        let d = match wire::delimit(stream) {
+            Ok(d) => d,
+            Err(e) => {
+                stream = &[];
+                return Some(Err(e));
+            }
+        };
+        let Some(frame) = stream.get(d.start..d.start + d.len) else {
+            stream = &[];
+            return Some(Err(FrameError::Truncated));
+        };
+        stream = stream.get(d.flits * FLIT..).unwrap_or(&[]);
+        Some(Ok(frame))
+    })
+}
+
+/// A capture file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// Creating the file failed.
+    #[error("{}: cannot create: {source}", path.display())]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing failed.
+    #[error("capture write failed: {0}")]
+    Io(#[source] io::Error),
+    /// The timestamp does not fit a pcap record (after 2106).
+    #[error("timestamp {0:?} does not fit a pcap record")]
+    Timestamp(Duration),
+    /// Larger than the capture's snap length.
+    #[error("frame of {0} bytes is larger than the capture snap length")]
+    FrameTooLarge(usize),
+}
+
+/// Writes frames to a pcap file with nanosecond timestamps.
+pub struct CaptureWriter<W: Write> {
+    inner: PcapWriter<W>,
+    frames: u64,
+}
+
+impl<W: Write> std::fmt::Debug for CaptureWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureWriter")
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CaptureWriter<BufWriter<File>> {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        let f = File::create(path).map_err(|source| CaptureError::Create {
+            path: path.into(),
+            source,
+        })?;
+        Self::new(BufWriter::new(f))
+    }
+}
+
+impl<W: Write> CaptureWriter<W> {
+    /// Writes the file header to `w`.
+    pub fn new(w: W) -> Result<Self, CaptureError> {
+        let header = PcapHeader {
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen: CAPTURE_SNAPLEN,
+            datalink: DataLink::ETHERNET,
+            ts_resolution: TsResolution::NanoSecond,
+            endianness: Endianness::native(),
+        };
+        let inner = PcapWriter::with_header(w, header).map_err(write_error)?;
+        Ok(Self { inner, frames: 0 })
+    }
+
+    /// Appends one frame captured at `timestamp`.
+    pub fn write(&mut self, timestamp: Duration, frame: &[u8]) -> Result<(), CaptureError> {
+        if frame.len() > CAPTURE_SNAPLEN as usize {
+            return Err(CaptureError::FrameTooLarge(frame.len()));
+        }
+        if timestamp.as_secs() > u64::from(u32::MAX) {
+            return Err(CaptureError::Timestamp(timestamp));
+        }
+        let p = PcapPacket {
+            timestamp,
+            orig_len: frame.len() as u32,
+            data: Cow::Borrowed(frame),
+        };
+        self.inner.write_packet(&p).map_err(write_error)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Flushes and returns the writer.
+    pub fn finish(self) -> Result<W, CaptureError> {
+        let mut w = self.inner.into_writer();
+        w.flush().map_err(CaptureError::Io)?;
+        Ok(w)
+    }
+}
+
+fn write_error(e: pcap_file::PcapError) -> CaptureError {
+    match e {
+        pcap_file::PcapError::IoError(e) => CaptureError::Io(e),
+        other => CaptureError::Io(io::Error::other(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nic_emu::testframe::{FrameKind, TestFrames};
+
+    /// A classic little-endian microsecond pcap, built by hand.
+    fn pcap_bytes(link: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0xA1B2_C3D4u32.to_le_bytes());
+        b.extend_from_slice(&2u16.to_le_bytes());
+        b.extend_from_slice(&4u16.to_le_bytes());
+        b.extend_from_slice(&0i32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&65535u32.to_le_bytes());
+        b.extend_from_slice(&link.to_le_bytes());
+        for (i, (incl, orig, data)) in records.iter().enumerate() {
+            b.extend_from_slice(&(1_000 + i as u32).to_le_bytes());
+            b.extend_from_slice(&(i as u32 * 10).to_le_bytes());
+            b.extend_from_slice(&incl.to_le_bytes());
+            b.extend_from_slice(&orig.to_le_bytes());
+            b.extend_from_slice(data);
+        }
+        b
+    }
+
+    fn frames(lens: &[usize], kind: FrameKind) -> Vec<Vec<u8>> {
+        let tf = TestFrames::new(4, 7);
+        lens.iter()
+            .enumerate()
+            .map(|(i, &len)| {
+                let mut buf = vec![0u8; MAX_FRAME];
+                let n = tf.build(kind, i as u64, i as u32 % 4, len, &mut buf);
+                buf.truncate(n);
+                buf
+            })
+            .collect()
+    }
+
+    fn pcap_of(frames: &[Vec<u8>]) -> Vec<u8> {
+        let recs: Vec<_> = frames
+            .iter()
+            .map(|f| (f.len() as u32, f.len() as u32, f.as_slice()))
+            .collect();
+        pcap_bytes(1, &recs)
+    }
+
+    fn kind_of(data: &[u8]) -> PcapErrorKind {
+        ReplaySet::from_reader(data, "t.pcap").unwrap_err().kind
+    }
+
+    #[test]
+    fn reads_a_replay_set() {
+        let fs = frames(&[60, 128, 1514, 61], FrameKind::Ipv4Udp);
+        let set = ReplaySet::from_reader(pcap_of(&fs).as_slice(), "t.pcap").unwrap();
+        assert_eq!(set.len(), 4);
+        for (a, b) in set.iter().zip(&fs) {
+            assert_eq!(a, b.as_slice());
+        }
+        assert_eq!(set.bytes(), 60 + 128 + 1514 + 61);
+        assert_eq!(set.trimmed(), 0);
+        let p = set.profile();
+        assert_eq!(p.mean_flits, (1 + 2 + 24 + 1) as f64 / 4.0);
+    }
+
+    #[test]
+    fn missing_file_and_garbage_are_typed_errors() {
+        let e = ReplaySet::from_pcap("/nonexistent/x.pcap").unwrap_err();
+        assert!(matches!(e.kind, PcapErrorKind::Open(_)));
+        assert!(e
+            .to_string()
+            .starts_with("/nonexistent/x.pcap: cannot open"));
+        assert!(matches!(kind_of(b""), PcapErrorKind::TruncatedHeader));
+        assert!(matches!(
+            kind_of(b"\xd4\xc3"),
+            PcapErrorKind::TruncatedHeader
+        ));
+        // A good magic, then a header cut short.
+        let good = pcap_of(&frames(&[60], FrameKind::Ipv4Udp));
+        for cut in [4, 10, 23] {
+            assert!(
+                matches!(kind_of(&good[..cut]), PcapErrorKind::TruncatedHeader),
+                "{cut}"
+            );
+        }
+        assert!(matches!(
+            kind_of(b"GARBAGE GARBAGE GARBAGE GARBAGE"),
+            PcapErrorKind::BadMagic(0x4741_5242)
+        ));
+        let ng = [0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0];
+        assert!(matches!(kind_of(&ng), PcapErrorKind::PcapNg));
+        // Linux cooked capture.
+        let sll = pcap_bytes(113, &[]);
+        let e = ReplaySet::from_reader(sll.as_slice(), "sll.pcap").unwrap_err();
+        assert!(matches!(e.kind, PcapErrorKind::LinkType(113)));
+        assert_eq!(e.to_string(), "sll.pcap: link type 113 is not Ethernet (1)");
+    }
+
+    #[test]
+    fn truncated_records_are_reported_by_number() {
+        let good = pcap_of(&frames(&[60, 100, 200], FrameKind::Ipv4Udp));
+        // Inside the last record's data, and inside its 16 B header.
+        for cut in [good.len() - 1, good.len() - 150, good.len() - 200 - 8] {
+            match kind_of(&good[..cut]) {
+                PcapErrorKind::TruncatedRecord { record: 3 } => {}
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+        // Ends on a record boundary: fine.
+        let two = good.len() - 200 - 16;
+        assert_eq!(ReplaySet::from_reader(&good[..two], "t").unwrap().len(), 2);
+        // Header only: nothing to replay, but a valid capture.
+        assert!(matches!(
+            kind_of(&good[..24]),
+            PcapErrorKind::Replay(ReplayError::NoFrames)
+        ));
+        assert!(read_capture_from(&good[..24], "t").unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_records_and_unreplayable_frames() {
+        let big = vec![0u8; 1600];
+        let e = kind_of(&pcap_bytes(1, &[(1600, 1600, &big)]));
+        assert!(matches!(
+            e,
+            PcapErrorKind::Replay(ReplayError::FrameTooLarge {
+                frame: 1,
+                len: 1600
+            })
+        ));
+        assert!(e.to_string().contains("1600 bytes, more than the 1536 B"));
+        let f = frames(&[200], FrameKind::Ipv4Udp).remove(0);
+        // Captured with a snap length of 100.
+        let e = kind_of(&pcap_bytes(1, &[(100, 200, &f[..100])]));
+        assert!(matches!(
+            e,
+            PcapErrorKind::Replay(ReplayError::Snapped {
+                frame: 1,
+                captured: 100,
+                original: 200
+            })
+        ));
+        // incl_len > orig_len is refused by the parser.
+        let e = kind_of(&pcap_bytes(1, &[(200, 100, &f)]));
+        assert!(
+            matches!(e, PcapErrorKind::BadRecord { record: 1, .. }),
+            "{e:?}"
+        );
+        // Too small for an Ethernet header.
+        let e = kind_of(&pcap_bytes(1, &[(10, 10, &f[..10])]));
+        assert!(matches!(
+            e,
+            PcapErrorKind::Replay(ReplayError::FrameTooSmall { frame: 1, len: 10 })
+        ));
+        // IPv4 claiming more bytes than the frame has.
+        let mut lying = f.clone();
+        lying[16..18].copy_from_slice(&1000u16.to_be_bytes());
+        let e = kind_of(&pcap_bytes(1, &[(200, 200, &lying)]));
+        assert!(matches!(
+            e,
+            PcapErrorKind::Replay(ReplayError::Undelimitable { frame: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn never_panics_on_corrupt_files() {
+        let good = pcap_of(&frames(&[60, 300, 64, 1514, 90], FrameKind::Ipv4Udp));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let mut b = good.clone();
+            // Flip a few bytes anywhere, and sometimes cut the file.
+            for _ in 0..(next() % 6) {
+                let i = (next() % b.len() as u64) as usize;
+                b[i] = next() as u8;
+            }
+            if next() % 3 == 0 {
+                b.truncate((next() % b.len() as u64) as usize);
+            }
+            let _ = ReplaySet::from_reader(b.as_slice(), "fuzz");
+            let _ = read_capture_from(b.as_slice(), "fuzz");
+        }
+        // Pure garbage.
+        for n in [0usize, 3, 24, 40, 500] {
+            let b: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+            assert!(ReplaySet::from_reader(b.as_slice(), "junk").is_err());
+        }
+    }
+
+    #[test]
+    fn padding_is_trimmed_as_the_nic_would() {
+        // An IPv4 frame of 42 bytes padded to 60, and one with a 100 B trailer
+        // that would otherwise spill into an extra flit.
+        let mut padded = frames(&[60], FrameKind::Ipv4Udp).remove(0);
+        padded[16..18].copy_from_slice(&28u16.to_be_bytes());
+        let mut trailer = frames(&[100], FrameKind::Ipv4Udp).remove(0);
+        trailer.extend_from_slice(&[0xee; 100]);
+        let set = ReplaySet::from_frames([padded.as_slice(), trailer.as_slice()]).unwrap();
+        assert_eq!(set.frame(0).len(), 42);
+        assert_eq!(set.frame(1).len(), 100);
+        assert_eq!(set.trimmed(), 2);
+    }
+
+    #[test]
+    fn stream_is_flit_aligned_and_chunks_never_split_frames() {
+        let mut fs = frames(&[60, 65, 128, 1514, 1536, 300, 61], FrameKind::Ipv4Udp);
+        fs.extend(frames(&[200, 64], FrameKind::Raw));
+        fs.extend(frames(&[400], FrameKind::Ipv6Udp));
+        let set = ReplaySet::from_frames(fs.iter().map(Vec::as_slice)).unwrap();
+        let opts = StreamOptions {
+            chunk_bytes: 4096,
+            min_bytes: 20_000,
+        };
+        let s = ReplayStream::new(&set, opts);
+        assert!(s.data().len() >= 20_000);
+        assert_eq!(s.data().len() % FLIT, 0);
+        assert_eq!(s.frames(), set.len() * s.passes());
+        assert_eq!(s.frame_bytes(), set.bytes() * s.passes() as u64);
+        // The NIC's delimiter finds exactly the set's frames, pass after pass.
+        let got: Vec<&[u8]> = stream_frames(s.data()).map(Result::unwrap).collect();
+        assert_eq!(got.len(), s.frames());
+        for (i, f) in got.iter().enumerate() {
+            assert_eq!(*f, set.frame(i % set.len()), "frame {i}");
+        }
+        // Chunks tile the stream, fit the cap, and each one delimits on its own.
+        let mut at = 0;
+        let mut first = 0;
+        for c in s.chunks() {
+            assert_eq!((c.offset, c.first_frame), (at, first));
+            assert!(c.len <= 4096 && c.len % FLIT == 0 && c.frames > 0);
+            let n = stream_frames(s.chunk_data(c)).map(Result::unwrap).count();
+            assert_eq!(n, c.frames);
+            assert_eq!(s.prefix_len(c, c.frames), c.len);
+            let part = s.prefix_len(c, 1);
+            assert_eq!(stream_frames(&s.chunk_data(c)[..part]).count(), 1);
+            at += c.len;
+            first += c.frames;
+        }
+        assert_eq!(at, s.data().len());
+    }
+
+    #[test]
+    fn default_chunks_are_128_kib() {
+        let fs = frames(&[60; 3000], FrameKind::Ipv4Udp);
+        let set = ReplaySet::from_frames(fs.iter().map(Vec::as_slice)).unwrap();
+        let s = ReplayStream::new(&set, StreamOptions::default());
+        assert_eq!(s.passes(), 1);
+        assert_eq!(s.chunks().len(), 2);
+        assert_eq!(s.chunks()[0].len, TX_CHUNK_BYTES);
+        assert_eq!(s.chunks()[0].frames, 2048);
+        assert_eq!(s.chunks()[1].frames, 3000 - 2048);
+    }
+
+    #[test]
+    fn captures_round_trip_through_pcap_file() {
+        let fs = frames(&[60, 1514, 333], FrameKind::Ipv4Udp);
+        let stamps = [
+            Duration::new(1_700_000_000, 1),
+            Duration::new(1_700_000_000, 999_999_999),
+            Duration::new(5, 123_456_789),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cap.pcap");
+        let mut w = CaptureWriter::create(&path).unwrap();
+        for (f, t) in fs.iter().zip(stamps) {
+            w.write(t, f).unwrap();
+        }
+        assert_eq!(w.frames(), 3);
+        w.finish().unwrap();
+        // Read back with pcap-file directly: nanosecond header, same bytes.
+        let mut r = PcapReader::new(File::open(&path).unwrap()).unwrap();
+        assert_eq!(r.header().ts_resolution, TsResolution::NanoSecond);
+        assert_eq!(r.header().datalink, DataLink::ETHERNET);
+        let mut n = 0;
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            assert_eq!(p.data.as_ref(), fs[n].as_slice());
+            assert_eq!(p.timestamp, stamps[n]);
+            assert_eq!(p.orig_len as usize, fs[n].len());
+            n += 1;
+        }
+        assert_eq!(n, 3);
+        // And with ours, which the replay loader accepts too.
+        let back = read_capture(&path).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[2].timestamp, stamps[2]);
+        assert_eq!(
+            ReplaySet::from_pcap(&path).unwrap().frame(1),
+            fs[1].as_slice()
+        );
+        // Timestamps past 2106 do not fit.
+        let mut w = CaptureWriter::new(Vec::new()).unwrap();
+        assert!(matches!(
+            w.write(Duration::from_secs(1 << 33), &fs[0]),
+            Err(CaptureError::Timestamp(_))
+        ));
+    }
+}
