@@ -33,4 +33,8 @@
 
 pub mod pcap;
 pub mod rate;
+pub mod search;
+pub mod stats;
 pub mod traffic;
+
+mod serde_util;

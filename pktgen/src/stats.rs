@@ -1,0 +1,627 @@
+//! Statistics: counters sampled once per interval, EnsōGen's CSV, a one-line
+//! live display, HDR latency histograms with EnsōGen's histogram file, and
+//! loss.
+//!
+//! Rates follow EnsōGen: goodput counts frame bytes as they sit in memory,
+//! throughput adds 24 B per frame (FCS, preamble, inter-frame gap). In a
+//! sample the rates and the mean RTT are over the interval; bytes and
+//! packets are running totals.
+
+use std::fmt;
+use std::io::{self, BufRead, Write};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::rate::ETH_OVERHEAD;
+use crate::serde_util::duration_ns;
+
+/// Cumulative counters of a run, read at the end of each interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Frame bytes received (no FCS).
+    pub rx_bytes: u64,
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Frame bytes sent (no FCS).
+    pub tx_bytes: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Sum of the RTTs measured, in ns.
+    pub rtt_sum_ns: u64,
+    /// RTTs measured.
+    pub rtt_samples: u64,
+}
+
+impl Counters {
+    /// What changed since `earlier` (zero where a counter went backwards).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            rx_bytes: self.rx_bytes.saturating_sub(earlier.rx_bytes),
+            rx_packets: self.rx_packets.saturating_sub(earlier.rx_packets),
+            tx_bytes: self.tx_bytes.saturating_sub(earlier.tx_bytes),
+            tx_packets: self.tx_packets.saturating_sub(earlier.tx_packets),
+            rtt_sum_ns: self.rtt_sum_ns.saturating_sub(earlier.rtt_sum_ns),
+            rtt_samples: self.rtt_samples.saturating_sub(earlier.rtt_samples),
+        }
+    }
+}
+
+/// One direction of a sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSample {
+    /// Frame bytes per second over the interval, Mb/s.
+    pub goodput_mbps: f64,
+    /// Goodput plus 24 B per frame, Mb/s.
+    pub tput_mbps: f64,
+    /// Frames per second over the interval, thousands.
+    pub pkt_rate_kpps: f64,
+    /// Frame bytes since the start.
+    pub bytes: u64,
+    /// Frames since the start.
+    pub packets: u64,
+}
+
+impl DirectionSample {
+    fn new(bytes: u64, packets: u64, secs: f64, total_bytes: u64, total_packets: u64) -> Self {
+        let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+        let wire = bytes as f64 + packets as f64 * ETH_OVERHEAD as f64;
+        Self {
+            goodput_mbps: per_sec(bytes as f64 * 8.0) / 1e6,
+            tput_mbps: per_sec(wire * 8.0) / 1e6,
+            pkt_rate_kpps: per_sec(packets as f64) / 1e3,
+            bytes: total_bytes,
+            packets: total_packets,
+        }
+    }
+}
+
+/// The statistics of one interval (or, from [`Recorder::totals`], of the
+/// whole run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Time from the start of the run to the end of the interval.
+    #[serde(rename = "t_ns", with = "duration_ns")]
+    pub at: Duration,
+    /// Length of the interval.
+    #[serde(rename = "interval_ns", with = "duration_ns")]
+    pub interval: Duration,
+    /// Received.
+    pub rx: DirectionSample,
+    /// Sent.
+    pub tx: DirectionSample,
+    /// Mean RTT of the frames received in the interval, if any were timed.
+    pub mean_rtt_ns: Option<f64>,
+}
+
+impl Sample {
+    /// The sample of the interval from `prev` to `now`, which lasted
+    /// `interval` and ended `at` after the start.
+    pub fn between(prev: &Counters, now: &Counters, interval: Duration, at: Duration) -> Self {
+        let d = now.since(prev);
+        let secs = interval.as_secs_f64();
+        Self {
+            at,
+            interval,
+            rx: DirectionSample::new(d.rx_bytes, d.rx_packets, secs, now.rx_bytes, now.rx_packets),
+            tx: DirectionSample::new(d.tx_bytes, d.tx_packets, secs, now.tx_bytes, now.tx_packets),
+            mean_rtt_ns: (d.rtt_samples > 0).then(|| d.rtt_sum_ns as f64 / d.rtt_samples as f64),
+        }
+    }
+}
+
+/// Turns counters read at the end of each interval into samples.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    last: Counters,
+    last_at: Duration,
+    samples: Vec<Sample>,
+}
+
+impl Recorder {
+    /// A recorder whose counters start at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the interval that ends now, `at` after the start, with the
+    /// counters read now.
+    pub fn record(&mut self, now: Counters, at: Duration) -> &Sample {
+        let interval = at.saturating_sub(self.last_at);
+        let s = Sample::between(&self.last, &now, interval, at);
+        self.last = now;
+        self.last_at = at;
+        self.samples.push(s);
+        &self.samples[self.samples.len() - 1]
+    }
+
+    /// Every sample so far.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// The counters last recorded.
+    pub fn counters(&self) -> &Counters {
+        &self.last
+    }
+
+    /// The whole run as one sample.
+    pub fn totals(&self) -> Sample {
+        Sample::between(&Counters::default(), &self.last, self.last_at, self.last_at)
+    }
+
+    /// Loss so far.
+    pub fn loss(&self) -> Loss {
+        Loss::new(self.last.tx_packets, self.last.rx_packets)
+    }
+}
+
+/// EnsōGen's CSV columns, in order; [`RTT_COLUMN`] follows when RTT is on.
+pub const CSV_COLUMNS: [&str; 10] = [
+    "rx_goodput_mbps",
+    "rx_tput_mbps",
+    "rx_pkt_rate_kpps",
+    "rx_bytes",
+    "rx_packets",
+    "tx_goodput_mbps",
+    "tx_tput_mbps",
+    "tx_pkt_rate_kpps",
+    "tx_bytes",
+    "tx_packets",
+];
+/// The last CSV column when RTT is measured.
+pub const RTT_COLUMN: &str = "mean_rtt_ns";
+
+/// Writes samples as EnsōGen's CSV: one header line, one row per interval.
+/// An interval without timed frames leaves `mean_rtt_ns` empty.
+#[derive(Debug)]
+pub struct CsvWriter<W: Write> {
+    w: W,
+    rtt: bool,
+}
+
+impl<W: Write> CsvWriter<W> {
+    /// Writes the header.
+    pub fn new(mut w: W, rtt: bool) -> io::Result<Self> {
+        let mut header = CSV_COLUMNS.join(",");
+        if rtt {
+            header.push(',');
+            header.push_str(RTT_COLUMN);
+        }
+        writeln!(w, "{header}")?;
+        Ok(Self { w, rtt })
+    }
+
+    /// Writes one row.
+    pub fn write(&mut self, s: &Sample) -> io::Result<()> {
+        let d = |d: &DirectionSample| {
+            format!(
+                "{:.3},{:.3},{:.3},{},{}",
+                d.goodput_mbps, d.tput_mbps, d.pkt_rate_kpps, d.bytes, d.packets
+            )
+        };
+        write!(self.w, "{},{}", d(&s.rx), d(&s.tx))?;
+        if self.rtt {
+            match s.mean_rtt_ns {
+                Some(r) => write!(self.w, ",{r:.1}")?,
+                None => write!(self.w, ",")?,
+            }
+        }
+        writeln!(self.w)
+    }
+
+    /// Flushes and returns the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
+
+/// One line for a terminal: time, then RX and TX throughput and packet
+/// rate, then the interval's mean RTT if there is one.
+pub fn live_line(s: &Sample) -> String {
+    let mut line = format!(
+        "{:>8.3} s  RX {:>7.3} Gb/s {:>8.3} Mpps  TX {:>7.3} Gb/s {:>8.3} Mpps",
+        s.at.as_secs_f64(),
+        s.rx.tput_mbps / 1e3,
+        s.rx.pkt_rate_kpps / 1e3,
+        s.tx.tput_mbps / 1e3,
+        s.tx.pkt_rate_kpps / 1e3,
+    );
+    if let Some(r) = s.mean_rtt_ns {
+        line.push_str(&format!("  RTT {r:.0} ns"));
+    }
+    line
+}
+
+/// Frames sent and not received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Loss {
+    /// Frames sent.
+    pub sent: u64,
+    /// Frames received.
+    pub received: u64,
+    /// `sent - received`, or 0 if more came back than were sent.
+    pub lost: u64,
+    /// Frames received beyond those sent (duplicates or foreign frames).
+    pub excess: u64,
+    /// `lost / sent` (0 when nothing was sent).
+    pub ratio: f64,
+}
+
+impl Loss {
+    /// Loss of `received` frames out of `sent`.
+    pub fn new(sent: u64, received: u64) -> Self {
+        let lost = sent.saturating_sub(received);
+        Self {
+            sent,
+            received,
+            lost,
+            excess: received.saturating_sub(sent),
+            ratio: if sent > 0 {
+                lost as f64 / sent as f64
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "lost {} of {} ({:.4}%)",
+            self.lost,
+            self.sent,
+            self.ratio * 100.0
+        )?;
+        if self.excess > 0 {
+            write!(f, ", {} unexpected", self.excess)?;
+        }
+        Ok(())
+    }
+}
+
+/// Percentiles of a latency histogram, in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+}
+
+impl fmt::Display for LatencySummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RTT p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns, max {} ns, mean {:.1} ns ({} samples)",
+            self.p50_ns, self.p90_ns, self.p99_ns, self.p999_ns, self.max_ns, self.mean_ns, self.count
+        )
+    }
+}
+
+/// Loss and latency on one line, as a run's summary ends.
+pub fn summary_line(loss: &Loss, latency: Option<&LatencySummary>) -> String {
+    match latency {
+        Some(l) if l.count > 0 => format!("{loss}; {l}"),
+        _ => loss.to_string(),
+    }
+}
+
+/// Why an RTT histogram file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HistFileError {
+    /// Reading failed.
+    #[error("read error: {0}")]
+    Io(#[from] io::Error),
+    /// A line that is not `rtt_ns,count`.
+    #[error("line {0}: expected rtt_ns,count")]
+    BadLine(usize),
+}
+
+/// An HDR histogram of latencies in ns: 3 significant digits (values are
+/// exact up to 2048 ns and within 0.1% above), from 0 to 60 s. Larger values
+/// are counted at 60 s and reported by [`LatencyHistogram::saturated`].
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    h: Histogram<u64>,
+    saturated: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// Largest value tracked, ns.
+    pub const MAX_NS: u64 = 60_000_000_000;
+
+    /// An empty histogram.
+    pub fn new() -> Self {
+        let h = Histogram::new_with_bounds(1, Self::MAX_NS, 3)
+            .unwrap_or_else(|e| unreachable!("constant bounds are valid: {e}"));
+        Self { h, saturated: 0 }
+    }
+
+    /// Records one latency.
+    pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    /// Records `n` equal latencies.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if ns > Self::MAX_NS {
+            self.saturated += n;
+        }
+        self.h.saturating_record_n(ns.min(Self::MAX_NS), n);
+    }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        for v in other.h.iter_recorded() {
+            self.h
+                .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
+        self.saturated += other.saturated;
+    }
+
+    /// Forgets every value.
+    pub fn reset(&mut self) {
+        self.h.reset();
+        self.saturated = 0;
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    /// Values that were above [`Self::MAX_NS`].
+    pub fn saturated(&self) -> u64 {
+        self.saturated
+    }
+
+    /// The latency at quantile `q` (0 to 1).
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.h.value_at_quantile(q)
+    }
+
+    /// Count, min, mean, p50, p90, p99, p99.9 and max.
+    pub fn summary(&self) -> LatencySummary {
+        if self.h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: self.h.len(),
+            min_ns: self.h.min(),
+            mean_ns: self.h.mean(),
+            p50_ns: self.quantile(0.50),
+            p90_ns: self.quantile(0.90),
+            p99_ns: self.quantile(0.99),
+            p999_ns: self.quantile(0.999),
+            max_ns: self.h.max(),
+        }
+    }
+
+    /// Writes EnsōGen's RTT histogram file: one `rtt_ns,count` line per
+    /// recorded bucket, in increasing order, no header. Above 2048 ns a
+    /// bucket is named by the largest value it holds.
+    pub fn write_rtt_hist<W: Write>(&self, mut w: W) -> io::Result<()> {
+        for v in self.h.iter_recorded() {
+            writeln!(w, "{},{}", v.value_iterated_to(), v.count_at_value())?;
+        }
+        w.flush()
+    }
+
+    /// Reads an RTT histogram file (ours or EnsōGen's).
+    pub fn read_rtt_hist<R: BufRead>(r: R) -> Result<Self, HistFileError> {
+        let mut h = Self::new();
+        for (i, line) in r.lines().enumerate() {
+            let line = line?;
+            let t = line.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let (v, n) = t
+                .split_once(',')
+                .and_then(|(v, n)| Some((v.trim().parse().ok()?, n.trim().parse().ok()?)))
+                .ok_or(HistFileError::BadLine(i + 1))?;
+            h.record_n(v, n);
+        }
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(rx: (u64, u64), tx: (u64, u64), rtt: (u64, u64)) -> Counters {
+        Counters {
+            rx_bytes: rx.0,
+            rx_packets: rx.1,
+            tx_bytes: tx.0,
+            tx_packets: tx.1,
+            rtt_sum_ns: rtt.0,
+            rtt_samples: rtt.1,
+        }
+    }
+
+    #[test]
+    fn samples_are_per_interval_and_totals_cumulative() {
+        let mut r = Recorder::new();
+        // 1 s of 1 M frames of 60 B each way: 480 Mb/s goodput, 672 tput.
+        let c1 = counters(
+            (60_000_000, 1_000_000),
+            (60_000_000, 1_000_000),
+            (5_000_000, 1000),
+        );
+        let s = *r.record(c1, Duration::from_secs(1));
+        assert_eq!(s.rx.goodput_mbps, 480.0);
+        assert_eq!(s.rx.tput_mbps, 672.0);
+        assert_eq!(s.rx.pkt_rate_kpps, 1000.0);
+        assert_eq!(s.mean_rtt_ns, Some(5000.0));
+        // Half a second more, at half the rate: same rates, running totals.
+        let c2 = counters(
+            (75_000_000, 1_250_000),
+            (75_000_000, 1_250_000),
+            (5_000_000, 1000),
+        );
+        let s = *r.record(c2, Duration::from_millis(1500));
+        assert_eq!(s.interval, Duration::from_millis(500));
+        assert_eq!(s.tx.goodput_mbps, 240.0);
+        assert_eq!(s.tx.pkt_rate_kpps, 500.0);
+        assert_eq!((s.tx.bytes, s.tx.packets), (75_000_000, 1_250_000));
+        assert_eq!(s.mean_rtt_ns, None);
+        let t = r.totals();
+        assert_eq!(t.rx.packets, 1_250_000);
+        assert!((t.rx.pkt_rate_kpps - 1_250_000.0 / 1.5 / 1e3).abs() < 1e-9);
+        assert_eq!(t.mean_rtt_ns, Some(5000.0));
+        assert_eq!(r.samples().len(), 2);
+        // Throughput is goodput plus 24 B per frame.
+        for s in r.samples() {
+            let extra = s.rx.pkt_rate_kpps * 1e3 * 24.0 * 8.0 / 1e6;
+            assert!((s.rx.tput_mbps - s.rx.goodput_mbps - extra).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn csv_has_ensogen_columns() {
+        let mut r = Recorder::new();
+        r.record(
+            counters((600, 10), (1200, 20), (1000, 10)),
+            Duration::from_secs(1),
+        );
+        r.record(
+            counters((600, 10), (1200, 20), (1000, 10)),
+            Duration::from_secs(2),
+        );
+        let mut w = CsvWriter::new(Vec::new(), true).unwrap();
+        for s in r.samples() {
+            w.write(s).unwrap();
+        }
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "rx_goodput_mbps,rx_tput_mbps,rx_pkt_rate_kpps,rx_bytes,rx_packets,\
+             tx_goodput_mbps,tx_tput_mbps,tx_pkt_rate_kpps,tx_bytes,tx_packets,mean_rtt_ns"
+        );
+        assert_eq!(
+            lines[1],
+            "0.005,0.007,0.010,600,10,0.010,0.013,0.020,1200,20,100.0"
+        );
+        // No frames timed in the second interval: empty RTT field.
+        assert_eq!(
+            lines[2],
+            "0.000,0.000,0.000,600,10,0.000,0.000,0.000,1200,20,"
+        );
+        let mut w = CsvWriter::new(Vec::new(), false).unwrap();
+        w.write(&r.samples()[0]).unwrap();
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], CSV_COLUMNS.join(","));
+        assert_eq!(
+            lines[1],
+            "0.005,0.007,0.010,600,10,0.010,0.013,0.020,1200,20"
+        );
+    }
+
+    #[test]
+    fn live_line_is_one_line() {
+        let s = Sample::between(
+            &Counters::default(),
+            &counters(
+                (60_000_000, 1_000_000),
+                (60_000_000, 1_000_000),
+                (2_000_000, 1000),
+            ),
+            Duration::from_secs(1),
+            Duration::from_secs(3),
+        );
+        let l = live_line(&s);
+        assert!(!l.contains('\n'));
+        assert!(l.contains("RX   0.672 Gb/s    1.000 Mpps"), "{l}");
+        assert!(l.ends_with("RTT 2000 ns"), "{l}");
+    }
+
+    #[test]
+    fn latency_percentiles_and_loss() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v);
+        }
+        let s = h.summary();
+        assert_eq!((s.count, s.min_ns, s.max_ns), (1000, 1, 1000));
+        assert_eq!(
+            (s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns),
+            (500, 900, 990, 999)
+        );
+        assert!((s.mean_ns - 500.5).abs() < 1e-9);
+        // Large values are within 0.1%.
+        h.record(1_234_567);
+        assert!(h.summary().max_ns.abs_diff(1_234_567) <= 1235);
+        h.record(u64::MAX);
+        assert_eq!(h.saturated(), 1);
+        assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
+        let loss = Loss::new(1000, 990);
+        assert_eq!((loss.lost, loss.excess), (10, 0));
+        assert!((loss.ratio - 0.01).abs() < 1e-12);
+        let line = summary_line(&loss, Some(&s));
+        assert!(
+            line.starts_with("lost 10 of 1000 (1.0000%); RTT p50 500 ns"),
+            "{line}"
+        );
+        assert_eq!(Loss::new(5, 7).excess, 2);
+        assert_eq!(Loss::new(0, 0).ratio, 0.0);
+    }
+
+    #[test]
+    fn rtt_hist_file_round_trips_and_merges() {
+        let mut a = LatencyHistogram::new();
+        a.record_n(500, 3);
+        a.record_n(1005, 2);
+        a.record(10);
+        let mut file = Vec::new();
+        a.write_rtt_hist(&mut file).unwrap();
+        assert_eq!(
+            String::from_utf8(file.clone()).unwrap(),
+            "10,1\n500,3\n1005,2\n"
+        );
+        let b = LatencyHistogram::read_rtt_hist(file.as_slice()).unwrap();
+        assert_eq!(b.summary(), a.summary());
+        let mut c = LatencyHistogram::new();
+        c.record(20);
+        c.merge(&b);
+        assert_eq!(c.count(), 7);
+        assert_eq!(c.summary().min_ns, 10);
+        assert!(matches!(
+            LatencyHistogram::read_rtt_hist(&b"10,1\nnope\n"[..]),
+            Err(HistFileError::BadLine(2))
+        ));
+        c.reset();
+        assert!(c.is_empty());
+    }
+}
