@@ -182,6 +182,8 @@ pub struct Device {
     ready: Box<[u32]>,
     ready_head: usize,
     ready_len: usize,
+    /// The pipe `next_pipe_with_data` returned last.
+    last_ready: Option<usize>,
     dirty: Vec<u32>,
     next_off: usize,
     pipe_flits: u32,
@@ -324,6 +326,7 @@ impl Device {
             ready: vec![0; pipes.max(1)].into_boxed_slice(),
             ready_head: 0,
             ready_len: 0,
+            last_ready: None,
             dirty: Vec::with_capacity(pipes),
             next_off: tx_ring + ring_bytes,
             prefetch,
@@ -574,12 +577,7 @@ impl Device {
                 continue;
             };
             p.tail = tail & (self.pipe_flits - 1);
-            if !p.queued {
-                p.queued = true;
-                let cap = self.ready.len();
-                self.ready[(self.ready_head + self.ready_len) % cap] = idx as u32;
-                self.ready_len += 1;
-            }
+            self.enqueue_ready(idx);
         }
         if n > 0 {
             self.stats.notifications += n as u64;
@@ -594,6 +592,11 @@ impl Device {
     /// With prefetching on, also asks the NIC for the next pipe's latest
     /// notification.
     pub fn next_pipe_with_data(&mut self) -> Result<Option<RxPipe>, DeviceError> {
+        // A pipe returned before but not fully consumed stays ready: its NIC
+        // notification was used up, so nothing else would bring it back.
+        if let Some(i) = self.last_ready.take() {
+            self.enqueue_ready(i);
+        }
         if self.ready_len == 0 {
             self.poll()?;
         }
@@ -611,12 +614,27 @@ impl Device {
                 let next = (idx + 1) % self.pipes.len();
                 self.prefetch_idx(next)?;
             }
+            self.last_ready = Some(idx);
             return Ok(Some(RxPipe {
                 dev: self.uid,
                 idx: idx as u32,
             }));
         }
         Ok(None)
+    }
+
+    /// Queues pipe `idx` for `next_pipe_with_data` if it has unconsumed data
+    /// and is not queued yet.
+    #[inline]
+    fn enqueue_ready(&mut self, idx: usize) {
+        let mask = self.pipe_flits - 1;
+        let p = &mut self.pipes[idx];
+        if !p.queued && p.tail.wrapping_sub(p.consumed) & mask != 0 {
+            p.queued = true;
+            let cap = self.ready.len();
+            self.ready[(self.ready_head + self.ready_len) % cap] = idx as u32;
+            self.ready_len += 1;
+        }
     }
 
     fn prefetch_idx(&mut self, idx: usize) -> Result<(), DeviceError> {

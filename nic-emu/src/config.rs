@@ -112,6 +112,10 @@ pub struct GeneratorConfig {
     pub burst: usize,
     /// Distinguishes generators in frames they send.
     pub stream: u8,
+    /// Start without sending until [`crate::Engine::set_generators_paused`]
+    /// releases it (so traffic starts once applications are ready).
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl Default for GeneratorConfig {
@@ -127,6 +131,7 @@ impl Default for GeneratorConfig {
             echo_increment: 1,
             burst: 32,
             stream: 0,
+            paused: false,
         }
     }
 }

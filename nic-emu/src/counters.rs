@@ -134,6 +134,9 @@ pub struct Stats {
     /// Counters of pipes whose application has gone, kept so totals add up.
     pub detached_pipes: PipeCounters,
     pub pcie: pcie_model::PcieCounters,
+    /// Installed flow rules and fallback pipes.
+    pub flow_rules: usize,
+    pub fallback_pipes: usize,
 }
 
 impl Stats {

@@ -534,6 +534,19 @@ impl Engine {
                 .collect(),
             detached_pipes: self.core.detached_pipes.clone(),
             pcie: self.core.pcie.clone(),
+            flow_rules: self.core.flows.len(),
+            fallback_pipes: self.core.fallback.len(),
+        }
+    }
+
+    /// Pauses or releases every generator port (a paused generator sends
+    /// nothing; its rate clock restarts when released).
+    pub fn set_generators_paused(&mut self, paused: bool) {
+        for p in &mut self.ports {
+            if let Wire::Generator(g) = &mut p.wire {
+                g.paused = paused;
+                g.restart_clock();
+            }
         }
     }
 

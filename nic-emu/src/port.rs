@@ -74,6 +74,9 @@ pub struct Generator {
     templates: Vec<Option<Box<[u8]>>>,
     cache_sizes: Vec<usize>,
     start_ns: Option<u64>,
+    pub paused: bool,
+    /// Frames sent before the rate clock last (re)started.
+    paced_base: u64,
     scratch: Box<[u8]>,
     verify_scratch: Box<[u8]>,
 }
@@ -106,6 +109,8 @@ impl Generator {
             templates,
             cache_sizes,
             start_ns: None,
+            paused: cfg.paused,
+            paced_base: 0,
             scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
             verify_scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
             cfg,
@@ -116,6 +121,12 @@ impl Generator {
         &self.cfg
     }
 
+    /// Restarts rate pacing from the next emit.
+    pub fn restart_clock(&mut self) {
+        self.start_ns = None;
+        self.paced_base = self.next_seq;
+    }
+
     /// Whether every frame has been sent.
     pub fn finished(&self) -> bool {
         self.cfg.count.is_some_and(|c| self.next_seq >= c)
@@ -123,6 +134,9 @@ impl Generator {
 
     /// Frames that may be sent now.
     fn allowance(&mut self, now_ns: u64) -> u64 {
+        if self.paused {
+            return 0;
+        }
         let mut n = self.cfg.burst as u64;
         if let Some(c) = self.cfg.count {
             n = n.min(c.saturating_sub(self.next_seq));
@@ -133,7 +147,7 @@ impl Generator {
         if let Some(rate) = self.cfg.rate_pps {
             let start = *self.start_ns.get_or_insert(now_ns);
             let due = ((now_ns - start) as f64 * rate / 1e9) as u64 + 1;
-            n = n.min(due.saturating_sub(self.next_seq));
+            n = n.min(due.saturating_sub(self.next_seq - self.paced_base));
         }
         n
     }

@@ -1,0 +1,259 @@
+//! Stalls, many pipes, and hostile applications.
+
+use std::sync::atomic::Ordering;
+
+use enso::Device;
+use enso_tests::*;
+use nic_emu::engine::AttachRequest;
+use nic_emu::layout::{self, MmioQueue, TxNotification};
+use nic_emu::testframe::TestFrames;
+use nic_emu::wire::PROTO_UDP;
+use nic_emu::{Engine, GeneratorConfig, SizeSpec};
+
+#[test]
+fn stalled_application_drops_whole_frames_then_resumes_cleanly() {
+    let g = GeneratorConfig {
+        count: Some(100_000),
+        sizes: SizeSpec::Range(64, 600),
+        burst: 16,
+        ..Default::default()
+    };
+    let (cfg, _dir) = generator_device("stall", g);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
+    dev.alloc_rxtx_pipe(true).unwrap();
+    // The application stalls: the 64 KiB pipe fills and frames are dropped.
+    for _ in 0..2000 {
+        e.step();
+    }
+    let s = e.stats();
+    let full = s.drops()["pipe_full"];
+    assert!(full > 0, "no pipe-full drops while stalled");
+    // No partial frame was written: what is in the pipe is whole frames.
+    let pending: Vec<usize> = {
+        dev.poll().unwrap();
+        let pipe = dev.next_pipe_with_data().unwrap().unwrap();
+        let b = dev.peek(pipe).unwrap();
+        let v = b.packets().map(|p| p.len()).collect();
+        assert!(b.packets().error().is_none());
+        v
+    };
+    assert!(!pending.is_empty());
+    // Resume.
+    run_stepped_echo(&mut e, &mut dev, 10_000_000);
+    let s = e.stats();
+    let g = s.generator(0).unwrap();
+    assert_eq!(g.sent, 100_000);
+    assert_eq!(g.corrupt + g.duplicate + g.foreign, 0);
+    assert_eq!(g.returned + s.total_drops(), g.sent, "{:?}", s.drops());
+    assert!(g.returned > 1000);
+}
+
+#[test]
+fn a_thousand_pipes_on_one_notification_buffer() {
+    let g = GeneratorConfig {
+        count: Some(200_000),
+        flows: 16384,
+        burst: 64,
+        max_in_flight: Some(1024),
+        ..Default::default()
+    };
+    let (mut cfg, _dir) = generator_device("many", g);
+    cfg.pipe_size = 4096;
+    let mut e = Engine::new(cfg).unwrap();
+    // Enough credits to queue every pipe's fallback registration before the
+    // stepped engine runs (it completes them as it goes).
+    let o = enso::DeviceOptions {
+        tx_credits: 2048,
+        ..opts(1024)
+    };
+    let mut dev = Device::attach_engine(&mut e, o).unwrap();
+    for _ in 0..1024 {
+        dev.alloc_rxtx_pipe(true).unwrap();
+    }
+    run_stepped_echo(&mut e, &mut dev, 10_000_000);
+    let s = e.stats();
+    let g = s.generator(0).unwrap();
+    assert_eq!(s.total_drops(), 0, "{:?}", s.drops());
+    assert_eq!((g.returned, g.corrupt), (200_000, 0));
+    let pipes = &s.apps[0].pipes;
+    assert_eq!(pipes.len(), 1024);
+    assert!(
+        pipes.iter().all(|p| p.counters.rx_frames > 50),
+        "a pipe got no traffic"
+    );
+}
+
+#[test]
+fn wrap_around_many_times() {
+    let g = GeneratorConfig {
+        count: Some(400_000),
+        sizes: SizeSpec::Range(60, 1536),
+        burst: 4,
+        // Frames stay in the pipe until their send completes and software
+        // frees them, a step after the generator saw them: 2 x 4 x 24 flits
+        // fit in the 256-flit pipe.
+        max_in_flight: Some(4),
+        ..Default::default()
+    };
+    let (mut cfg, _dir) = generator_device("wrap", g);
+    cfg.pipe_size = 16 << 10;
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
+    dev.alloc_rxtx_pipe(true).unwrap();
+    run_stepped_echo(&mut e, &mut dev, 20_000_000);
+    let s = e.stats();
+    let g = s.generator(0).unwrap();
+    assert_eq!(
+        (g.returned, g.corrupt, g.duplicate),
+        (400_000, 0, 0),
+        "{:?}",
+        s.drops()
+    );
+    let wraps = s.apps[0].pipes[0].counters.rx_bytes / (16 << 10);
+    assert!(wraps > 10_000, "only {wraps} wraps");
+}
+
+/// A xorshift generator for hostile values.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn hostile_application_cannot_disturb_another() {
+    let g = GeneratorConfig {
+        count: Some(200_000),
+        flows: 8,
+        burst: 32,
+        max_in_flight: Some(256),
+        ..Default::default()
+    };
+    let (cfg, _dir) = generator_device("hostile", g);
+    let mut e = Engine::new(cfg).unwrap();
+    // The victim: a well-behaved echo server bound to the generator's flows.
+    let mut victim = Device::attach_engine(&mut e, opts(2)).unwrap();
+    let p = victim.alloc_rxtx_pipe(false).unwrap();
+    for f in 0..8 {
+        let mut rule = TestFrames::flow_tuple(f);
+        rule.src_ip = 0;
+        rule.src_port = 0;
+        assert_eq!(rule.protocol, PROTO_UDP);
+        victim.bind(p, rule).unwrap();
+    }
+    // The attacker: raw access to its own shared memory, no library.
+    let info = e
+        .attach(&AttachRequest {
+            pipes: 4,
+            dma_bytes: 8 << 20,
+        })
+        .unwrap();
+    let region = nic_emu::shm::map(
+        &nic_emu::shm::open_file(&info.dma_path).unwrap(),
+        info.dma_len,
+    )
+    .unwrap();
+    let mmio = nic_emu::shm::map(
+        &nic_emu::shm::open_file(&info.mmio_path).unwrap(),
+        layout::MMIO_FILE_LEN,
+    )
+    .unwrap();
+    // SAFETY: the mapping holds a whole MmioQueue; all its fields are atomics.
+    let q = unsafe { &*(mmio.as_ptr() as *const MmioQueue) };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let nb = layout::NBUF_QUEUE_BASE + info.nbuf_id;
+    let mut prod = 0u32;
+    let mut hostile = 0u64;
+    let mut step = 0u64;
+    while step < 5_000_000 {
+        step += 1;
+        e.step();
+        echo_ready(&mut victim);
+        victim.reap_completions().unwrap();
+        if hostile < 400_000 {
+            // A burst of random register writes: mostly its own registers
+            // with random values, some anywhere in the window.
+            for _ in 0..64 {
+                let r = rng.next();
+                let addr = match r % 4 {
+                    0 => r as u32 >> 8,
+                    1 => layout::reg_addr(nb, (r >> 8) as u32 % 8 * 4),
+                    2 => layout::reg_addr(
+                        info.pipe_base + (r >> 8) as u32 % 6,
+                        (r >> 16) as u32 % 8 * 4,
+                    ),
+                    _ => layout::reg_addr(
+                        (r >> 8) as u32 % layout::NUM_QUEUES,
+                        (r >> 20) as u32 % 8 * 4,
+                    ),
+                };
+                let value = match (r >> 40) % 3 {
+                    0 => rng.next() as u32,
+                    1 => (rng.next() % 64) as u32,
+                    _ => ((rng.next() % (info.dma_len as u64 / 4096)) * 4096) as u32,
+                };
+                let e = &q.entries[prod as usize % layout::MMIO_QUEUE_LEN];
+                e.word
+                    .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
+                prod = prod.wrapping_add(1);
+                hostile += 1;
+                if prod.wrapping_sub(q.consumer.0.load(Ordering::Acquire)) as usize
+                    >= layout::MMIO_QUEUE_LEN - 1
+                {
+                    break;
+                }
+            }
+            q.producer.0.store(prod, Ordering::Release);
+            // Random TX notifications all over its region.
+            for _ in 0..16 {
+                let slot = (rng.next() % (info.dma_len as u64 / 64)) as usize * 64;
+                // SAFETY: `slot + 64 <= dma_len`, 64 B aligned; atomics only.
+                let n = unsafe { &*(region.as_ptr().add(slot) as *const TxNotification) };
+                n.signal.store((rng.next() % 4) as u32, Ordering::Relaxed);
+                n.config_id
+                    .store((rng.next() % 7) as u32, Ordering::Relaxed);
+                n.address
+                    .store(rng.next() % (2 * info.dma_len as u64), Ordering::Relaxed);
+                n.length
+                    .store((rng.next() % (4 << 20)) as u32, Ordering::Relaxed);
+                n.port.store((rng.next() % 3) as u32, Ordering::Relaxed);
+                for a in &n.args {
+                    a.store(rng.next(), Ordering::Relaxed);
+                }
+            }
+        }
+        if hostile >= 400_000 && e.generators_finished() && step % 64 == 0 {
+            let s = e.stats();
+            if s.generator(0).unwrap().in_flight() == 0 {
+                break;
+            }
+        }
+    }
+    assert!(hostile >= 400_000, "only {hostile} hostile writes");
+    let s = e.stats();
+    let g = s.generator(0).unwrap();
+    // Every one of the victim's frames came back intact, exactly once.
+    assert_eq!((g.returned, g.duplicate), (200_000, 0), "{g:?}");
+    let attacker = s.apps.iter().find(|a| a.app_id == info.app_id).unwrap();
+    let c = &attacker.counters;
+    // Whatever the attacker transmitted is its own garbage, seen as such.
+    assert!(g.corrupt + g.foreign <= c.tx_frames, "{g:?} vs {c:?}");
+    assert!(
+        c.reject_foreign_register > 0 && c.reject_bad_register_value > 0,
+        "{c:?}"
+    );
+    let v = s
+        .apps
+        .iter()
+        .find(|a| a.app_id == victim.info().app_id)
+        .unwrap();
+    assert_eq!(
+        v.counters.reject_bad_register_value + v.counters.reject_foreign_register,
+        0
+    );
+}
