@@ -12,7 +12,9 @@
 //!   unclaimed preferred slot until all `M` slots are claimed, so every
 //!   backend owns `floor(M/N)` or `ceil(M/N)` slots. Preferences are
 //!   computed on the fly, so building needs `O(N)` memory besides the table.
-//! * A packet's backend is `table[hash(5-tuple) mod M]`.
+//! * A packet's backend is `table[hash(5-tuple) mod M]` (the 64-bit hash
+//!   folded to 32 bits, so that the remainder is computed with a multiply
+//!   instead of a division).
 //! * [`ConnectionTable`] is the per-core connection cache: fixed capacity,
 //!   4-way set associative, no allocation after construction. A flow that
 //!   is in it keeps its backend when the backend set changes (as long as
@@ -167,6 +169,8 @@ pub enum TableError {
 pub struct MaglevTable {
     slots: Vec<u32>,
     backends: usize,
+    /// `ceil(2^64 / M)`, for computing `x mod M` without a division.
+    fastmod: u64,
 }
 
 impl fmt::Debug for MaglevTable {
@@ -225,6 +229,7 @@ impl MaglevTable {
         Ok(MaglevTable {
             slots,
             backends: names.len(),
+            fastmod: (u64::MAX / m).wrapping_add(1),
         })
     }
 
@@ -238,10 +243,19 @@ impl MaglevTable {
         self.backends
     }
 
+    /// The slot of a flow hash: the hash folded to 32 bits, mod `M`.
+    #[inline]
+    pub fn slot_of(&self, hash: u64) -> usize {
+        let folded = u64::from((hash ^ (hash >> 32)) as u32);
+        // Lemire's fastmod: exact `folded % M` for 32-bit `folded` and `M`.
+        let low = self.fastmod.wrapping_mul(folded);
+        ((u128::from(low) * self.slots.len() as u128) >> 64) as usize
+    }
+
     /// The backend index for a flow hash.
     #[inline]
     pub fn lookup(&self, hash: u64) -> u32 {
-        self.slots[(hash % self.slots.len() as u64) as usize]
+        self.slots[self.slot_of(hash)]
     }
 
     /// Every slot's backend index.
@@ -592,11 +606,13 @@ impl Maglev {
         }
     }
 
+    #[inline]
     fn try_process(&mut self, frame: &mut [u8]) -> Result<(), ParseError> {
-        let t = FiveTuple::parse(frame)?;
-        let b = self.pick(&t) as usize;
-        let backend = &self.pool.backends[b];
-        packet::rewrite_destination(frame, backend.mac, backend.ip)
+        packet::forward_by_tuple(frame, |t| {
+            let b = self.pick(t) as usize;
+            let backend = &self.pool.backends[b];
+            (backend.mac, backend.ip)
+        })
     }
 }
 
@@ -765,6 +781,24 @@ mod tests {
             let (lo, hi) = (m / n, m.div_ceil(n));
             for (i, &c) in counts.iter().enumerate() {
                 assert!(c == lo || c == hi, "n={n} m={m}: backend {i} owns {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn slot_is_the_folded_hash_mod_m() {
+        for m in [2usize, 13, 65_537, 1_000_003] {
+            let t = MaglevTable::build(&names(1), m).unwrap();
+            for h in [0u64, 1, 65_536, 65_537, u64::MAX, 0x1234_5678_9abc_def0] {
+                let folded = (h ^ (h >> 32)) as u32 as u64;
+                assert_eq!(t.slot_of(h) as u64, folded % m as u64, "m={m} h={h:#x}");
+            }
+            for i in 0..10_000u64 {
+                let h = mix64(i);
+                assert_eq!(
+                    t.slot_of(h) as u64,
+                    u64::from((h ^ (h >> 32)) as u32) % m as u64
+                );
             }
         }
     }

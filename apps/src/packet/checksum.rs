@@ -16,6 +16,7 @@ pub(crate) fn sum(mut acc: u32, data: &[u8]) -> u32 {
 }
 
 /// Folds a running sum to 16 bits and complements it: the checksum field.
+#[inline]
 pub(crate) fn fold(mut acc: u32) -> u16 {
     while acc > 0xFFFF {
         acc = (acc & 0xFFFF) + (acc >> 16);
@@ -23,14 +24,24 @@ pub(crate) fn fold(mut acc: u32) -> u16 {
     !(acc as u16)
 }
 
-/// Updates checksum `check` after a 32-bit field changed from `old` to `new`
-/// (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
+/// The one's-complement change of replacing 32-bit field `old` by `new`
+/// (RFC 1624: `~m + m'`), to be applied to any checksum covering the field.
+#[inline]
+pub(crate) fn delta32(old: u32, new: u32) -> u32 {
+    u32::from(!(old >> 16) as u16) + u32::from(!old as u16) + (new >> 16) + (new & 0xFFFF)
+}
+
+/// Applies a [`delta32`] to checksum `check` (RFC 1624, eqn. 3:
+/// HC' = ~(~HC + ~m + m')).
+#[inline]
+pub(crate) fn apply(check: u16, delta: u32) -> u16 {
+    fold(u32::from(!check) + delta)
+}
+
+/// Updates checksum `check` after a 32-bit field changed from `old` to `new`.
+#[inline]
 pub(crate) fn adjust32(check: u16, old: u32, new: u32) -> u16 {
-    let mut acc = u32::from(!check);
-    for (o, n) in [(old >> 16, new >> 16), (old & 0xFFFF, new & 0xFFFF)] {
-        acc += u32::from(!(o as u16)) + n;
-    }
-    fold(acc)
+    apply(check, delta32(old, new))
 }
 
 #[cfg(test)]

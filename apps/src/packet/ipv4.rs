@@ -168,6 +168,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.bm()[field::DST].copy_from_slice(&addr.octets());
     }
 
+    /// Sets the header checksum field.
+    pub fn set_checksum(&mut self, check: u16) {
+        self.bm()[field::CHECKSUM].copy_from_slice(&check.to_be_bytes());
+    }
+
     /// Sets the destination address and patches the header checksum
     /// incrementally (RFC 1624) instead of recomputing it.
     pub fn rewrite_dst_addr(&mut self, addr: Ipv4Addr) {

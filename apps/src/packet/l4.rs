@@ -114,6 +114,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         self.buffer.as_mut()[4..6].copy_from_slice(&len.to_be_bytes());
     }
 
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, check: u16) {
+        self.buffer.as_mut()[6..8].copy_from_slice(&check.to_be_bytes());
+    }
+
     /// Computes and writes the checksum for these addresses.
     pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
         let len = self.len();
@@ -237,6 +242,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         b[13] = flags;
         b[14..16].copy_from_slice(&0xFFFFu16.to_be_bytes());
         b[16..20].fill(0);
+    }
+
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, check: u16) {
+        self.buffer.as_mut()[16..18].copy_from_slice(&check.to_be_bytes());
     }
 
     /// Computes and writes the checksum (the whole buffer is the segment).

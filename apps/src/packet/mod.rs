@@ -96,15 +96,24 @@ pub struct FiveTuple {
 impl FiveTuple {
     /// Extracts the 5-tuple of an IPv4 TCP or UDP frame.
     pub fn parse(frame: &[u8]) -> Result<Self, ParseError> {
-        let layout = Layout::parse(frame)?;
-        let l4 = &frame[layout.l4_offset..];
-        Ok(FiveTuple {
-            src_ip: Ipv4Addr::new(frame[26], frame[27], frame[28], frame[29]),
-            dst_ip: Ipv4Addr::new(frame[30], frame[31], frame[32], frame[33]),
-            src_port: u16::from_be_bytes([l4[0], l4[1]]),
-            dst_port: u16::from_be_bytes([l4[2], l4[3]]),
+        Ok(Self::at(frame, &Layout::parse(frame)?))
+    }
+
+    /// The tuple of a frame whose layout was already validated.
+    #[inline]
+    fn at(frame: &[u8], layout: &Layout) -> Self {
+        // One bounds check per field group; the layout guarantees both.
+        let mut addrs = [0u8; 8];
+        addrs.copy_from_slice(&frame[26..34]);
+        let mut ports = [0u8; 4];
+        ports.copy_from_slice(&frame[layout.l4_offset..layout.l4_offset + 4]);
+        FiveTuple {
+            src_ip: Ipv4Addr::new(addrs[0], addrs[1], addrs[2], addrs[3]),
+            dst_ip: Ipv4Addr::new(addrs[4], addrs[5], addrs[6], addrs[7]),
+            src_port: u16::from_be_bytes([ports[0], ports[1]]),
+            dst_port: u16::from_be_bytes([ports[2], ports[3]]),
             protocol: layout.protocol,
-        })
+        }
     }
 
     /// Hashes the tuple with `seed`.
@@ -114,7 +123,7 @@ impl FiveTuple {
         let b = (u64::from(self.src_port) << 24)
             | (u64::from(self.dst_port) << 8)
             | u64::from(self.protocol);
-        crate::hash::hash_u64(a ^ crate::hash::mix64(b ^ seed), seed)
+        crate::hash::mix64(a ^ crate::hash::mix64(b ^ seed))
     }
 }
 
@@ -163,20 +172,49 @@ pub fn rewrite_destination(
     dst_ip: Ipv4Addr,
 ) -> Result<(), ParseError> {
     let layout = Layout::parse(frame)?;
+    rewrite_at(frame, &layout, dst_mac, dst_ip);
+    Ok(())
+}
+
+/// Parses a TCP/UDP frame once, lets `choose` pick a destination from its
+/// 5-tuple, and rewrites the frame toward it as [`rewrite_destination`]
+/// does. The frame is left untouched if it does not parse.
+#[inline]
+pub fn forward_by_tuple(
+    frame: &mut [u8],
+    choose: impl FnOnce(&FiveTuple) -> (MacAddr, Ipv4Addr),
+) -> Result<(), ParseError> {
+    let layout = Layout::parse(frame)?;
+    let (mac, ip) = choose(&FiveTuple::at(frame, &layout));
+    rewrite_at(frame, &layout, mac, ip);
+    Ok(())
+}
+
+#[inline]
+fn rewrite_at(frame: &mut [u8], layout: &Layout, dst_mac: MacAddr, dst_ip: Ipv4Addr) {
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     let our_mac = eth.dst_addr();
     eth.set_src_addr(our_mac);
     eth.set_dst_addr(dst_mac);
     let mut ip = Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-    let old_ip = ip.dst_addr();
-    ip.rewrite_dst_addr(dst_ip);
+    // The address is covered by the IPv4 header checksum and, through the
+    // pseudo-header, by the TCP/UDP checksum: one delta patches both.
+    let delta = checksum::delta32(u32::from(ip.dst_addr()), u32::from(dst_ip));
+    ip.set_dst_addr(dst_ip);
+    ip.set_checksum(checksum::apply(ip.checksum(), delta));
     let l4 = &mut frame[layout.l4_offset..];
     if layout.protocol == PROTO_TCP {
-        TcpPacket::new_unchecked(l4).adjust_checksum_for_addr(old_ip, dst_ip);
+        let mut tcp = TcpPacket::new_unchecked(l4);
+        tcp.set_checksum(checksum::apply(tcp.checksum(), delta));
     } else {
-        UdpPacket::new_unchecked(l4).adjust_checksum_for_addr(old_ip, dst_ip);
+        let mut udp = UdpPacket::new_unchecked(l4);
+        // Zero means "no checksum" and stays so; a computed zero is sent
+        // as 0xFFFF.
+        if udp.checksum() != 0 {
+            let check = checksum::apply(udp.checksum(), delta);
+            udp.set_checksum(if check == 0 { 0xFFFF } else { check });
+        }
     }
-    Ok(())
 }
 
 /// Addresses and ports of one direction of a UDP or TCP conversation.
