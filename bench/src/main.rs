@@ -1,1 +1,343 @@
-fn main() { eprintln!("bench: no experiments yet"); std::process::exit(2); }
+//! `bench`: the experiments. Each subcommand prints its result (one JSON
+//! object with `--json`) and can write a results directory.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use bench::frames;
+use bench::placement::Placement;
+use bench::probe::{self, Probe};
+use bench::refring::{self, Mode, RefConfig, RefRun};
+use bench::results::ResultsDir;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bench",
+    version,
+    about = "Experiments on the emulated Ensō NIC"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Measure the cross-core cache-line round trip (which placement the
+    /// host gave the two cores right now).
+    Probe(ProbeArgs),
+    /// Run the reference datapath: an SPSC byte ring between the two cores,
+    /// frames back to back on 64 B boundaries, the machine's limit.
+    Reference(ReferenceArgs),
+}
+
+/// Options every experiment shares.
+#[derive(Args, Debug, Clone, Serialize)]
+struct Common {
+    /// Two distinct cores for the two sides, e.g. `0,1` (default: the first
+    /// two this process may use).
+    #[arg(long, value_name = "A,B")]
+    cores: Option<String>,
+    /// Print one JSON object on stdout and nothing on stderr but errors.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Common {
+    fn placement(&self) -> Result<Placement, String> {
+        let p = match &self.cores {
+            Some(c) => Placement::parse(c).map_err(|e| e.to_string())?,
+            None => Placement::pick(),
+        };
+        if !self.json {
+            for note in &p.notes {
+                eprintln!("note: {note}");
+            }
+        }
+        Ok(p)
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct ProbeArgs {
+    #[command(flatten)]
+    common: Common,
+    /// How long to probe.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    duration_ms: u64,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct ReferenceArgs {
+    #[command(flatten)]
+    common: Common,
+    /// rx: producer core to consumer core; echo: and back, over a second ring.
+    #[arg(long, value_enum, default_value_t = Mode::Rx)]
+    mode: Mode,
+    /// Packet size on the wire, with FCS (the ring holds size - 4 bytes).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(frames::MIN_WIRE_SIZE as u64..=frames::MAX_WIRE_SIZE as u64))]
+    size: u64,
+    /// Length of the measured run.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    duration_ms: u64,
+    /// Unmeasured run first, to settle caches and clocks.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    warmup_ms: u64,
+    /// Ring size in KiB (a power of two; 2048 is an Ensō pipe).
+    #[arg(long, default_value_t = 2048)]
+    ring_kib: usize,
+    /// Frames per commit and per release.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    batch: u64,
+    /// Distinct UDP flows among the template frames (cycled in order).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    flows: u32,
+    /// Write a results directory under results/.
+    #[arg(long)]
+    save: bool,
+    /// Write the results directory here instead (implies --save).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Probe(args) => cmd_probe(&args),
+        Command::Reference(args) => cmd_reference(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
+    let s = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    println!("{s}");
+    Ok(())
+}
+
+fn cmd_probe(args: &ProbeArgs) -> Result<(), String> {
+    let placement = args.common.placement()?;
+    let p = probe::measure(&placement, Duration::from_millis(args.duration_ms));
+    if args.common.json {
+        print_json(&p)
+    } else {
+        println!("{p}");
+        Ok(())
+    }
+}
+
+/// The one-object summary `reference --json` prints.
+#[derive(Serialize)]
+struct ReferenceSummary {
+    mode: Mode,
+    /// Wire size with FCS.
+    pkt_size: u64,
+    mpps: f64,
+    /// Ethernet line rate filled (frame + FCS + preamble + gap).
+    gbps: f64,
+    /// Frame bytes only.
+    goodput_gbps: f64,
+    probe_rtt_ns: f64,
+    probe_rtt_ns_after: f64,
+    cores: [Option<usize>; 2],
+    two_cores: bool,
+    producer_ns_per_pkt: f64,
+    consumer_ns_per_pkt: f64,
+    producer_busy: f64,
+    consumer_busy: f64,
+    packets: u64,
+    elapsed_ms: f64,
+    verified: bool,
+    ring_bytes: usize,
+    batch: usize,
+    flows: u32,
+    notes: Vec<String>,
+}
+
+fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
+    let placement = args.common.placement()?;
+    let ring_bytes = args
+        .ring_kib
+        .checked_mul(1024)
+        .ok_or_else(|| format!("--ring-kib {} is too large", args.ring_kib))?;
+    let config = RefConfig {
+        mode: args.mode,
+        ring_bytes,
+        batch: args.batch as usize,
+    };
+    let templates = refring::udp_templates(args.size as usize, args.flows);
+    config.check(&templates).map_err(|e| e.to_string())?;
+
+    let before = probe::measure(&placement, probe::DEFAULT_DURATION);
+    if args.warmup_ms > 0 {
+        refring::run(
+            &config,
+            &templates,
+            &placement,
+            Duration::from_millis(args.warmup_ms),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    let run = refring::run(
+        &config,
+        &templates,
+        &placement,
+        Duration::from_millis(args.duration_ms),
+    )
+    .map_err(|e| e.to_string())?;
+    let after = probe::measure(&placement, probe::DEFAULT_DURATION);
+
+    let summary = summarise(args, &placement, &run, &before, &after);
+    if args.common.json {
+        print_json(&summary)?;
+    } else {
+        println!("{before}");
+        println!(
+            "reference {} {} B: {:.2} Mpps, {:.2} Gb/s on the wire ({:.2} Gb/s goodput); \
+             producer {:.2} ns/pkt busy ({:.0}%), consumer {:.2} ns/pkt busy ({:.0}%); {}",
+            summary.mode,
+            summary.pkt_size,
+            summary.mpps,
+            summary.gbps,
+            summary.goodput_gbps,
+            summary.producer_ns_per_pkt,
+            summary.producer_busy * 100.0,
+            summary.consumer_ns_per_pkt,
+            summary.consumer_busy * 100.0,
+            if run.verified {
+                "every frame verified"
+            } else {
+                "FRAMES LOST OR DUPLICATED"
+            },
+        );
+        println!("{after} (after)");
+    }
+    if args.save || args.out.is_some() {
+        let dir = match &args.out {
+            Some(p) => ResultsDir::at("reference", p.clone()),
+            None => ResultsDir::create("reference", None),
+        }
+        .map_err(|e| e.to_string())?;
+        dir.write_config(args).map_err(|e| e.to_string())?;
+        #[derive(Serialize)]
+        struct Full<'a> {
+            summary: &'a ReferenceSummary,
+            run: &'a RefRun,
+            probe_before: &'a Probe,
+            probe_after: &'a Probe,
+        }
+        dir.write_json(
+            "reference.json",
+            &Full {
+                summary: &summary,
+                run: &run,
+                probe_before: &before,
+                probe_after: &after,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        dir.write_csv(
+            "reference.csv",
+            std::slice::from_ref(&CsvRow::from(&summary)),
+        )
+        .map_err(|e| e.to_string())?;
+        dir.write_summary(&format!(
+            "# Reference datapath\n\n{} mode, {} B packets, cores {}: **{:.2} Mpps** \
+             ({:.2} Gb/s on the wire); probe round trip {:.0} ns before, {:.0} ns after.\n",
+            summary.mode,
+            summary.pkt_size,
+            placement.label(),
+            summary.mpps,
+            summary.gbps,
+            summary.probe_rtt_ns,
+            summary.probe_rtt_ns_after
+        ))
+        .map_err(|e| e.to_string())?;
+        if !args.common.json {
+            eprintln!("results: {}", dir.path().display());
+        }
+    }
+    if run.verified {
+        Ok(())
+    } else {
+        Err("the reference ring lost or duplicated frames".to_string())
+    }
+}
+
+fn summarise(
+    args: &ReferenceArgs,
+    placement: &Placement,
+    run: &RefRun,
+    before: &Probe,
+    after: &Probe,
+) -> ReferenceSummary {
+    let trial = run.to_trial();
+    ReferenceSummary {
+        mode: args.mode,
+        pkt_size: args.size,
+        mpps: trial.mpps(),
+        gbps: trial.wire_gbps(),
+        goodput_gbps: trial.goodput_gbps(),
+        probe_rtt_ns: before.rtt_ns,
+        probe_rtt_ns_after: after.rtt_ns,
+        cores: placement.cores(),
+        two_cores: before.two_cores && run.producer.pinned && run.consumer.pinned,
+        producer_ns_per_pkt: trial.ns_per_packet("producer").unwrap_or(f64::NAN),
+        consumer_ns_per_pkt: trial.ns_per_packet("consumer").unwrap_or(f64::NAN),
+        producer_busy: trial.busy_fraction("producer").unwrap_or(f64::NAN),
+        consumer_busy: trial.busy_fraction("consumer").unwrap_or(f64::NAN),
+        packets: run.packets,
+        elapsed_ms: run.elapsed.as_secs_f64() * 1e3,
+        verified: run.verified,
+        ring_bytes: run.config.ring_bytes,
+        batch: run.config.batch,
+        flows: args.flows,
+        notes: placement.notes.clone(),
+    }
+}
+
+/// The CSV form of the summary (no lists).
+#[derive(Serialize)]
+struct CsvRow {
+    mode: Mode,
+    pkt_size: u64,
+    mpps: f64,
+    gbps: f64,
+    goodput_gbps: f64,
+    probe_rtt_ns: f64,
+    probe_rtt_ns_after: f64,
+    producer_ns_per_pkt: f64,
+    consumer_ns_per_pkt: f64,
+    packets: u64,
+    elapsed_ms: f64,
+    verified: bool,
+}
+
+impl From<&ReferenceSummary> for CsvRow {
+    fn from(s: &ReferenceSummary) -> Self {
+        CsvRow {
+            mode: s.mode,
+            pkt_size: s.pkt_size,
+            mpps: s.mpps,
+            gbps: s.gbps,
+            goodput_gbps: s.goodput_gbps,
+            probe_rtt_ns: s.probe_rtt_ns,
+            probe_rtt_ns_after: s.probe_rtt_ns_after,
+            producer_ns_per_pkt: s.producer_ns_per_pkt,
+            consumer_ns_per_pkt: s.consumer_ns_per_pkt,
+            packets: s.packets,
+            elapsed_ms: s.elapsed_ms,
+            verified: s.verified,
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! Line and grouped bar charts as SVG, the two shapes the paper's figures
+//! take (rate vs packet size per interface; a metric per app per interface).
+
+use std::fmt;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde::{Deserialize, Serialize};
+
+/// Pixel size of every chart.
+const SIZE: (u32, u32) = (900, 540);
+/// Colour-blind-safe series colours (Okabe–Ito), cycled.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 0, 0),
+];
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// Why a chart could not be drawn.
+#[derive(Debug)]
+pub enum PlotError {
+    /// The chart has no finite data point to draw.
+    NoData,
+    /// A log-scale axis got a value that is not positive.
+    NonPositiveOnLogAxis(f64),
+    /// The drawing backend failed (for example, writing the file).
+    Draw(String),
+}
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlotError::NoData => write!(f, "chart has no data to draw"),
+            PlotError::NonPositiveOnLogAxis(x) => write!(f, "value {x} on a log axis"),
+            PlotError::Draw(e) => write!(f, "drawing failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+fn draw_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> PlotError {
+    PlotError::Draw(e.to_string())
+}
+
+/// One named line of `(x, y)` points.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Legend entry.
+    pub name: String,
+    /// Points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// A series from a name and points.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+        }
+    }
+}
+
+/// Lines with markers over a numeric x axis (linear or log10).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LineChart {
+    /// Title above the chart.
+    pub title: String,
+    /// X axis description.
+    pub x_label: String,
+    /// Y axis description.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Log-scale x axis (packet sizes, offered loads).
+    pub log_x: bool,
+    /// Start the y axis at zero rather than at the smallest value.
+    pub y_from_zero: bool,
+}
+
+impl LineChart {
+    /// A linear chart with the y axis from zero.
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        LineChart {
+            title: title.to_string(),
+            x_label: x_label.to_string(),
+            y_label: y_label.to_string(),
+            series: Vec::new(),
+            log_x: false,
+            y_from_zero: true,
+        }
+    }
+
+    /// Adds a line.
+    pub fn series(mut self, name: &str, points: Vec<(f64, f64)>) -> Self {
+        self.series.push(Series::new(name, points));
+        self
+    }
+
+    /// Uses a log10 x axis.
+    pub fn log_x(mut self) -> Self {
+        self.log_x = true;
+        self
+    }
+
+    /// Draws the chart to an SVG file.
+    pub fn render_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let root = SVGBackend::new(path, SIZE).into_drawing_area();
+        self.draw(&root)?;
+        root.present().map_err(draw_err)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        let tx = |x: f64| if self.log_x { x.log10() } else { x };
+        let mut xs = Vec::new();
+        let mut ys = Vec::new();
+        for s in &self.series {
+            for &(x, y) in &s.points {
+                if self.log_x && x <= 0.0 {
+                    return Err(PlotError::NonPositiveOnLogAxis(x));
+                }
+                if x.is_finite() && y.is_finite() {
+                    xs.push(tx(x));
+                    ys.push(y);
+                }
+            }
+        }
+        let (x0, x1) = crate::stats::min_max(&xs).ok_or(PlotError::NoData)?;
+        let (y0, y1) = crate::stats::min_max(&ys).ok_or(PlotError::NoData)?;
+        let (x0, x1) = pad(x0, x1, 0.03);
+        let y0 = if self.y_from_zero { y0.min(0.0) } else { y0 };
+        let (y0, y1) = pad(y0, y1, 0.05);
+        let y0 = if self.y_from_zero && y0 < 0.0 && ys.iter().all(|&y| y >= 0.0) {
+            0.0
+        } else {
+            y0
+        };
+
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(draw_err)?;
+        let log_x = self.log_x;
+        let x_fmt = move |v: &f64| {
+            let x = if log_x { 10f64.powf(*v) } else { *v };
+            format_num(x)
+        };
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&|v| format_num(*v))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_err)?;
+        for (i, s) in self.series.iter().enumerate() {
+            let c = colour(i);
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|&(x, y)| (tx(x), y))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(draw_err)?
+                .label(&s.name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                .map_err(draw_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+        Ok(())
+    }
+}
+
+/// One named set of bars, one value per category.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BarSeries {
+    /// Legend entry.
+    pub name: String,
+    /// One value per category (NaN leaves a gap).
+    pub values: Vec<f64>,
+}
+
+/// Groups of bars: one group per category, one bar per series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BarChart {
+    /// Title above the chart.
+    pub title: String,
+    /// Y axis description.
+    pub y_label: String,
+    /// Group names along the x axis.
+    pub categories: Vec<String>,
+    /// The bar sets.
+    pub series: Vec<BarSeries>,
+}
+
+impl BarChart {
+    /// An empty chart over these categories.
+    pub fn new<S: Into<String>>(
+        title: &str,
+        y_label: &str,
+        categories: impl IntoIterator<Item = S>,
+    ) -> Self {
+        BarChart {
+            title: title.to_string(),
+            y_label: y_label.to_string(),
+            categories: categories.into_iter().map(Into::into).collect(),
+            series: Vec::new(),
+        }
+    }
+
+    /// Adds a bar set.
+    pub fn series(mut self, name: &str, values: Vec<f64>) -> Self {
+        self.series.push(BarSeries {
+            name: name.to_string(),
+            values,
+        });
+        self
+    }
+
+    /// Draws the chart to an SVG file.
+    pub fn render_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let root = SVGBackend::new(path, SIZE).into_drawing_area();
+        self.draw(&root)?;
+        root.present().map_err(draw_err)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        let values: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.values.iter().copied())
+            .filter(|v| v.is_finite())
+            .collect();
+        if self.categories.is_empty() || values.is_empty() {
+            return Err(PlotError::NoData);
+        }
+        let (lo, hi) = crate::stats::min_max(&values).ok_or(PlotError::NoData)?;
+        let (y0, y1) = pad(lo.min(0.0), hi.max(0.0), 0.08);
+        let y0 = if lo >= 0.0 { 0.0 } else { y0 };
+        let n = self.categories.len() as f64;
+
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0f64..n, y0..y1)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(&self.y_label)
+            .y_label_formatter(&|v| format_num(*v))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_err)?;
+
+        let k = self.series.len().max(1) as f64;
+        let group = 0.8;
+        let width = group / k;
+        for (si, s) in self.series.iter().enumerate() {
+            let c = colour(si);
+            let bars = s
+                .values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(ci, &v)| {
+                    let x = ci as f64 + (1.0 - group) / 2.0 + si as f64 * width;
+                    Rectangle::new([(x, 0f64.max(y0)), (x + width * 0.92, v)], c.filled())
+                });
+            chart
+                .draw_series(bars)
+                .map_err(draw_err)?
+                .label(&s.name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+
+        let style = TextStyle::from(("sans-serif", 15)).pos(Pos::new(HPos::Center, VPos::Top));
+        for (ci, name) in self.categories.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(ci as f64 + 0.5, y0));
+            root.draw(&Text::new(name.clone(), (px, py + 8), style.clone()))
+                .map_err(draw_err)?;
+        }
+        Ok(())
+    }
+}
+
+/// Widens `[lo, hi]` by `frac` of its span on each side (or by 1 if empty).
+fn pad(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
+    let span = hi - lo;
+    if span > 0.0 {
+        (lo - span * frac, hi + span * frac)
+    } else {
+        (lo - 1.0, hi + 1.0)
+    }
+}
+
+/// Short axis labels: 1500, 12.5, 0.25, 3e-5.
+fn format_num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".to_string()
+    } else if !(1e-3..1e6).contains(&a) {
+        format!("{v:.1e}")
+    } else if a >= 100.0 || (v.fract() == 0.0) {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let line = LineChart::new("rate vs size", "packet size (B)", "Mpps")
+            .log_x()
+            .series("ref", vec![(64.0, 55.0), (256.0, 30.0), (1518.0, 6.0)])
+            .series(
+                "other",
+                vec![(64.0, 20.0), (256.0, 15.0), (1518.0, f64::NAN)],
+            );
+        let p = tmp.path().join("line.svg");
+        line.render_svg(&p).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40.min(svg.len())]);
+        assert!(svg.contains("rate vs size") && svg.contains("other"));
+
+        let bars = BarChart::new("apps", "Mpps", ["echo", "maglev", "kv"])
+            .series("enso", vec![50.0, 40.0, 7.6])
+            .series("packetized", vec![20.0, f64::NAN, 5.8]);
+        let p = tmp.path().join("bars.svg");
+        bars.render_svg(&p).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.contains("maglev") && svg.contains("packetized"));
+
+        let dir = crate::results::ResultsDir::at("t", tmp.path().join("r")).unwrap();
+        let lp = dir.line_chart("l.svg", &line).unwrap();
+        let bp = dir.bar_chart("b.svg", &bars).unwrap();
+        assert!(std::fs::metadata(lp).unwrap().len() > 0);
+        assert!(std::fs::metadata(bp).unwrap().len() > 0);
+    }
+
+    #[test]
+    fn empty_and_bad_charts_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("x.svg");
+        assert!(matches!(
+            LineChart::new("t", "x", "y").render_svg(&p),
+            Err(PlotError::NoData)
+        ));
+        assert!(matches!(
+            LineChart::new("t", "x", "y")
+                .log_x()
+                .series("s", vec![(0.0, 1.0)])
+                .render_svg(&p),
+            Err(PlotError::NonPositiveOnLogAxis(_))
+        ));
+        assert!(matches!(
+            BarChart::new("t", "y", Vec::<String>::new()).render_svg(&p),
+            Err(PlotError::NoData)
+        ));
+    }
+
+    #[test]
+    fn number_labels() {
+        assert_eq!(format_num(1518.0), "1518");
+        assert_eq!(format_num(64.0), "64");
+        assert_eq!(format_num(12.34), "12.3");
+        assert_eq!(format_num(0.5), "0.50");
+        assert_eq!(format_num(0.0), "0");
+    }
+}

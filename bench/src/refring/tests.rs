@@ -1,0 +1,264 @@
+use std::thread;
+use std::time::Duration;
+
+use super::*;
+use crate::frames::{slot_len, udp_frame, SEQ_OFFSET};
+
+/// Deterministic pseudo-random frame lengths in 60..=1514 (xorshift).
+fn lengths(n: usize, mut state: u64) -> Vec<usize> {
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            60 + (state % (1514 - 60 + 1)) as usize
+        })
+        .collect()
+}
+
+/// The template with `seq` written where a pushed copy carries it.
+fn expected(template: &[u8], seq_offset: usize, seq: u64) -> Vec<u8> {
+    let mut f = template.to_vec();
+    f[seq_offset..seq_offset + 8].copy_from_slice(&seq.to_le_bytes());
+    f
+}
+
+#[test]
+fn mixed_sizes_arrive_once_in_order_across_many_wraps() {
+    // 4 KiB ring, frames up to 1514 B: the ring wraps every few frames, and
+    // a sequence number at offset 59 straddles a flit (and, at times, the
+    // ring end).
+    let frames: Vec<Vec<u8>> = lengths(97, 0x9e37_79b9)
+        .into_iter()
+        .enumerate()
+        .map(|(i, len)| udp_frame(len, i as u32))
+        .collect();
+    for seq_offset in [SEQ_OFFSET, 59] {
+        let templates = Templates::new(&frames, seq_offset).unwrap();
+        let (mut tx, mut rx) = ring(4096).unwrap();
+        const N: u64 = 30_000;
+        let producer = {
+            let templates = templates.clone();
+            thread::spawn(move || {
+                let mut seq = 0;
+                let mut pushed_bytes = 0usize;
+                while seq < N {
+                    let i = (seq % templates.len() as u64) as usize;
+                    if tx.push_template(&templates, i, seq) {
+                        pushed_bytes += slot_len(templates.frame_len(i));
+                        seq += 1;
+                        if seq % 3 == 0 {
+                            tx.commit();
+                        }
+                    } else {
+                        tx.commit();
+                        thread::yield_now();
+                    }
+                }
+                pushed_bytes
+            })
+        };
+        let mut seq = 0u64;
+        let mut wrapped = 0;
+        let mut ring_bytes = 0usize;
+        loop {
+            let Some(f) = rx.next_frame() else {
+                // Release before waiting, or a producer waiting for that
+                // space never commits more.
+                rx.release();
+                if rx.is_finished() {
+                    break;
+                }
+                thread::yield_now();
+                continue;
+            };
+            let i = (seq % frames.len() as u64) as usize;
+            assert_eq!(f.len(), frames[i].len(), "frame {seq}");
+            assert_eq!(f.read_u64_le(seq_offset), Some(seq), "frame {seq}");
+            assert_eq!(
+                f.to_vec(),
+                expected(&frames[i], seq_offset, seq),
+                "frame {seq}"
+            );
+            let (a, b) = f.parts();
+            assert_eq!(a.len() + b.len(), f.len());
+            if !b.is_empty() {
+                wrapped += 1;
+            }
+            ring_bytes += f.slot_len();
+            seq += 1;
+            if seq % 5 == 0 {
+                rx.release();
+            }
+        }
+        assert_eq!(seq, N, "every frame exactly once");
+        assert_eq!(producer.join().unwrap(), ring_bytes);
+        assert!(ring_bytes / 4096 > 1000, "the ring wrapped many times");
+        assert!(wrapped > 100, "many frames were split at the ring end");
+    }
+}
+
+#[test]
+fn arbitrary_frames_and_views_copy_exactly() {
+    // push() of caller frames, then push_view() of each into a second ring
+    // of another size (so frames wrap at different places in each).
+    let lens = lengths(5000, 7);
+    let (mut a_tx, mut a_rx) = ring(2048).unwrap();
+    let (mut b_tx, mut b_rx) = ring(8192).unwrap();
+    let mut next_push = 0;
+    let mut next_check = 0;
+    let frame = |k: usize| {
+        let mut f = udp_frame(lens[k], k as u32);
+        f[SEQ_OFFSET..SEQ_OFFSET + 8].copy_from_slice(&(k as u64).to_le_bytes());
+        f
+    };
+    while next_check < lens.len() {
+        while next_push < lens.len() {
+            match a_tx.push(&frame(next_push)) {
+                Ok(()) => next_push += 1,
+                Err(PushError::Full) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        a_tx.commit();
+        while let Some(f) = a_rx.peek() {
+            if !b_tx.push_view(&f) {
+                break;
+            }
+            a_rx.advance();
+        }
+        a_rx.release();
+        b_tx.commit();
+        while let Some(f) = b_rx.next_frame() {
+            assert_eq!(f.to_vec(), frame(next_check), "frame {next_check}");
+            next_check += 1;
+        }
+        b_rx.release();
+    }
+    drop(a_tx);
+    assert!(a_rx.is_finished());
+    assert!(!b_rx.is_finished(), "b's producer is still open");
+    b_tx.close();
+    assert!(b_rx.is_finished());
+}
+
+#[test]
+fn full_ring_uses_every_byte_and_refuses_more() {
+    let t = Templates::new(&[udp_frame(60, 0)], SEQ_OFFSET).unwrap();
+    let (mut tx, mut rx) = ring(1024).unwrap();
+    for seq in 0..16 {
+        assert!(tx.push_template(&t, 0, seq), "slot {seq} of 16");
+    }
+    assert!(
+        !tx.push_template(&t, 0, 16),
+        "no flit kept free, none extra"
+    );
+    assert_eq!(tx.push(&udp_frame(60, 0)), Err(PushError::Full));
+    assert!(rx.next_frame().is_none(), "nothing visible before commit");
+    assert_eq!(tx.pending(), 1024);
+    tx.commit();
+    assert_eq!(rx.next_frame().unwrap().read_u64_le(SEQ_OFFSET), Some(0));
+    assert!(!tx.push_template(&t, 0, 16), "consumed but not released");
+    rx.release();
+    assert!(tx.push_template(&t, 0, 16));
+    assert_eq!(rx.unreleased(), 0);
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    assert_eq!(ring(1000).unwrap_err(), RingError::BadCapacity(1000));
+    assert_eq!(ring(32).unwrap_err(), RingError::BadCapacity(32));
+    let (mut tx, _rx) = ring(256).unwrap();
+    let mut arp = vec![0u8; 60];
+    arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    assert_eq!(tx.push(&arp), Err(PushError::NoLength));
+    let mut short = udp_frame(100, 0);
+    short.truncate(90);
+    assert_eq!(
+        tx.push(&short),
+        Err(PushError::LengthMismatch {
+            header: 100,
+            actual: 90
+        })
+    );
+    assert_eq!(
+        tx.push(&udp_frame(300, 0)),
+        Err(PushError::TooLarge {
+            slot: 320,
+            capacity: 256
+        })
+    );
+
+    let none: [Vec<u8>; 0] = [];
+    assert_eq!(Templates::new(&none, 0).unwrap_err(), TemplateError::Empty);
+    assert!(matches!(
+        Templates::new(&[udp_frame(60, 0), arp], 0),
+        Err(TemplateError::Frame {
+            index: 1,
+            error: PushError::NoLength
+        })
+    ));
+    assert!(matches!(
+        Templates::new(&[udp_frame(60, 0)], 53),
+        Err(TemplateError::SeqOutside {
+            index: 0,
+            len: 60,
+            seq_offset: 53
+        })
+    ));
+
+    let t = udp_templates(1518, 1);
+    let cfg = RefConfig {
+        ring_bytes: 1024,
+        ..RefConfig::default()
+    };
+    assert!(matches!(
+        cfg.check(&t),
+        Err(RefError::FrameTooLarge { slot: 1536, .. })
+    ));
+    let cfg = RefConfig {
+        batch: 0,
+        ..RefConfig::default()
+    };
+    assert!(matches!(cfg.check(&t), Err(RefError::ZeroBatch)));
+    assert!(RefVariant::new("x", cfg, t, Placement::pick()).is_err());
+}
+
+#[test]
+fn runs_verify_in_both_modes() {
+    let frames: Vec<Vec<u8>> = lengths(11, 3)
+        .into_iter()
+        .enumerate()
+        .map(|(i, len)| udp_frame(len, i as u32))
+        .collect();
+    let templates = Templates::new(&frames, SEQ_OFFSET).unwrap();
+    for mode in [Mode::Rx, Mode::Echo] {
+        let cfg = RefConfig {
+            mode,
+            ring_bytes: 16 << 10,
+            batch: 8,
+        };
+        let run = run(
+            &cfg,
+            &templates,
+            &Placement::pick(),
+            Duration::from_millis(20),
+        )
+        .unwrap();
+        assert!(run.packets > 0, "{mode}");
+        assert!(run.verified, "{mode}: {run:?}");
+        assert_eq!(run.bytes > 0, run.packets > 0);
+        let trial = run.to_trial();
+        assert_eq!(trial.packets, run.packets);
+        assert!(trial.busy_ns.contains_key("producer") && trial.busy_ns.contains_key("consumer"));
+        assert!(run.producer.busy_ns <= run.producer.elapsed.as_nanos() as u64);
+    }
+}
+
+#[test]
+fn triangular_numbers() {
+    assert_eq!(triangular(0), 0);
+    assert_eq!(triangular(1), 0);
+    assert_eq!(triangular(4), 6);
+    assert_eq!(triangular(5), 10);
+}
