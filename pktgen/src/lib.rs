@@ -31,8 +31,10 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod cli;
 pub mod pcap;
 pub mod rate;
+pub mod report;
 pub mod search;
 pub mod stats;
 pub mod traffic;

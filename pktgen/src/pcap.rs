@@ -216,6 +216,16 @@ fn open_file(path: &Path) -> Result<BufReader<File>, PcapError> {
     })
 }
 
+/// Checks that `path` opens and starts with the header of an Ethernet pcap
+/// file, without reading its records: a quick check before a long load.
+pub fn check_header(path: impl AsRef<Path>) -> Result<(), PcapError> {
+    let path = path.as_ref();
+    open(open_file(path)?).map(drop).map_err(|kind| PcapError {
+        path: path.into(),
+        kind,
+    })
+}
+
 /// Reads every record of an Ethernet pcap file.
 pub fn read_capture(path: impl AsRef<Path>) -> Result<Vec<CapturedFrame>, PcapError> {
     let path = path.as_ref();
@@ -703,6 +713,10 @@ mod tests {
             .to_string()
             .starts_with("/nonexistent/x.pcap: cannot open"));
         assert!(matches!(kind_of(b""), PcapErrorKind::TruncatedHeader));
+        assert!(matches!(
+            check_header("/nonexistent/x.pcap").unwrap_err().kind,
+            PcapErrorKind::Open(_)
+        ));
         assert!(matches!(
             kind_of(b"\xd4\xc3"),
             PcapErrorKind::TruncatedHeader

@@ -1,0 +1,705 @@
+//! Command-line arguments, EnsōGen's and ours, and their validation into a
+//! [`Config`].
+//!
+//! EnsōGen's form still works: `pktgen PCAP RATE_NUM RATE_DEN` with
+//! `--count`, `--core`, `--queues`, `--save`, `--single-core`, `--rtt`,
+//! `--rtt-hist`, `--stats-delay` and `--timestamp-offset`. Without a pcap the
+//! generator makes synthetic traffic (`--size`, `--flows`, address and port
+//! ranges); `--rate` takes rates in Gb/s or Mpps; `--zero-loss` runs the
+//! RFC 2544 search instead of one run.
+//!
+//! [`parse`] turns arguments into a [`Config`] or a [`CliError`] whose
+//! [`CliError::message`] is one line.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+use crate::pcap::{self, PcapError};
+use crate::rate::{Rate, RateError};
+use crate::search::{SearchConfig, SearchConfigError, RFC2544_SIZES};
+use crate::serde_util::{duration_ns, option_duration_ns};
+use crate::traffic::{Ipv4Range, PortRange, SizeSpec, Traffic, TrafficError, TrafficSpec};
+
+/// Most queues (pipes) the generator will open.
+pub const MAX_QUEUES: u32 = 8192;
+
+/// The generator's command line.
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "pktgen",
+    version,
+    about = "Packet generator for the emulated Ensō NIC: pcap replay or synthetic traffic, \
+             rate control, RTT, zero-loss search"
+)]
+pub struct Args {
+    /// Pcap file to replay (Ethernet, frames up to 1536 B); without it,
+    /// synthetic traffic.
+    #[arg(value_name = "PCAP")]
+    pub pcap: Option<PathBuf>,
+    /// Rate limiter, EnsōGen style: RATE_NUM flits every RATE_DEN cycles of
+    /// the 200 MHz clock (744 1000 is 100 Gb/s at 64 B).
+    #[arg(value_name = "RATE_NUM")]
+    pub rate_num: Option<u32>,
+    /// See RATE_NUM.
+    #[arg(value_name = "RATE_DEN")]
+    pub rate_den: Option<u32>,
+    /// Rate: 10Gbps, 2.5G, 5Mpps, 100kpps, line (100 Gb/s) or NUM/DEN.
+    /// Gb/s count 24 B per frame of Ethernet overhead.
+    #[arg(long, value_name = "RATE", value_parser = Rate::parse)]
+    pub rate: Option<Rate>,
+    /// Stop after sending this many frames.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after this long: 10s, 500ms, 2m, or seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// First CPU core to pin threads to.
+    #[arg(long, value_name = "CORE")]
+    pub core: Option<usize>,
+    /// Number of queues (Ensō pipes) to send and receive on.
+    #[arg(long, visible_alias = "pipes", value_name = "N", default_value_t = 4)]
+    pub queues: u32,
+    /// Write EnsōGen's per-interval CSV to this file.
+    #[arg(long, value_name = "CSV")]
+    pub save: Option<PathBuf>,
+    /// Send and receive on one thread.
+    #[arg(long)]
+    pub single_core: bool,
+    /// Measure RTT with NIC timestamps.
+    #[arg(long)]
+    pub rtt: bool,
+    /// Write the RTT histogram (lines rtt_ns,count) to this file; implies --rtt.
+    #[arg(long, value_name = "FILE")]
+    pub rtt_hist: Option<PathBuf>,
+    /// Milliseconds between statistics lines.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub stats_delay: u64,
+    /// Byte offset of the NIC timestamp in each frame.
+    #[arg(
+        long,
+        value_name = "OFFSET",
+        default_value_t = 18,
+        value_parser = clap::value_parser!(u8).range(0..=60)
+    )]
+    pub timestamp_offset: u8,
+    /// Frame sizes with FCS: 64, 64,128,1518, 64:7,594:4,1518:1, imix or 64-1518.
+    #[arg(long, value_name = "SIZES")]
+    pub size: Option<SizeSpec>,
+    /// Number of flows.
+    #[arg(long, value_name = "N")]
+    pub flows: Option<u32>,
+    /// Source IPv4 addresses: 10.0.0.1, 10.0.0.0/16 or 10.0.0.1-10.0.0.200.
+    #[arg(long, value_name = "RANGE")]
+    pub src_ip: Option<Ipv4Range>,
+    /// Destination IPv4 addresses (as --src-ip).
+    #[arg(long, value_name = "RANGE")]
+    pub dst_ip: Option<Ipv4Range>,
+    /// Source UDP ports: 53 or 1000-2000.
+    #[arg(long, value_name = "RANGE")]
+    pub src_port: Option<PortRange>,
+    /// Destination UDP ports (as --src-port).
+    #[arg(long, value_name = "RANGE")]
+    pub dst_port: Option<PortRange>,
+    /// Seed for size mixes and ranges.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Write a JSON report (configuration, samples, totals, loss, latency).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write received frames to this pcap file (nanosecond timestamps).
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Search for the highest rate without loss (RFC 2544); --rate is then
+    /// the upper end of the search.
+    #[arg(long)]
+    pub zero_loss: bool,
+    /// Zero-loss search precision, Gb/s.
+    #[arg(long, value_name = "GBPS")]
+    pub precision: Option<f64>,
+    /// Zero-loss trial length, ms.
+    #[arg(long, value_name = "MS")]
+    pub trial_ms: Option<u64>,
+    /// Zero-loss warm-up before each size, ms.
+    #[arg(long, value_name = "MS")]
+    pub warmup_ms: Option<u64>,
+    /// Zero-loss frame sizes with FCS, comma-separated
+    /// (default 64,128,256,512,1024,1280,1518).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',')]
+    pub sizes: Option<Vec<usize>>,
+    /// Name of the emulated NIC to attach to.
+    #[arg(long, value_name = "NAME", default_value = "enso0")]
+    pub device: String,
+    /// Directory holding the NIC's device directory (default: the NIC's).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Where the frames come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrafficSource {
+    /// Replay a pcap file.
+    Pcap {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Build frames from a spec.
+    Synthetic(TrafficSpec),
+}
+
+/// A checked configuration: what a run (or a search) will do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Frames to send.
+    pub traffic: TrafficSource,
+    /// Rate of a run; the upper end of a zero-loss search.
+    pub rate: Rate,
+    /// Frames to send, if limited.
+    pub count: Option<u64>,
+    /// How long to send, if limited.
+    #[serde(rename = "duration_ns", with = "option_duration_ns")]
+    pub duration: Option<Duration>,
+    /// First core to pin to.
+    pub core: Option<usize>,
+    /// Queues (pipes).
+    pub queues: u32,
+    /// One thread for TX and RX.
+    pub single_core: bool,
+    /// RTT measured.
+    pub rtt: bool,
+    /// RTT histogram file.
+    pub rtt_hist: Option<PathBuf>,
+    /// Time between statistics samples.
+    #[serde(rename = "stats_delay_ns", with = "duration_ns")]
+    pub stats_delay: Duration,
+    /// Offset of the NIC timestamp.
+    pub timestamp_offset: u8,
+    /// CSV file.
+    pub save: Option<PathBuf>,
+    /// JSON report file.
+    pub json: Option<PathBuf>,
+    /// Capture file.
+    pub capture: Option<PathBuf>,
+    /// The zero-loss search, if asked for.
+    pub zero_loss: Option<SearchConfig>,
+    /// NIC name.
+    pub device: String,
+    /// NIC directory.
+    pub dir: Option<PathBuf>,
+}
+
+/// Arguments that parse but do not go together, or files that are not
+/// usable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// RATE_NUM without RATE_DEN.
+    #[error("RATE_NUM needs RATE_DEN (as in: pktgen PCAP 744 1000)")]
+    MissingRateDen,
+    /// A number where the pcap goes.
+    #[error("'{0}' is not a pcap file; the rate comes after the pcap (PCAP RATE_NUM RATE_DEN), or use --rate")]
+    RateWithoutPcap(String),
+    /// RATE_NUM/RATE_DEN and --rate.
+    #[error("give the rate once: RATE_NUM RATE_DEN or --rate, not both")]
+    TwoRates,
+    /// A bad limiter pair.
+    #[error("{0}")]
+    Rate(#[from] RateError),
+    /// An option that means nothing for a pcap replay.
+    #[error("{0} does not apply to pcap replay (the pcap sets the frames)")]
+    NotForPcap(&'static str),
+    /// The pcap file is missing or bad.
+    #[error("{0}")]
+    Pcap(#[from] PcapError),
+    /// A zero-loss option without --zero-loss.
+    #[error("{0} needs --zero-loss")]
+    NeedsZeroLoss(&'static str),
+    /// An option that the zero-loss search controls.
+    #[error(
+        "{0} does not apply to --zero-loss (the search sets the rate and length of each trial)"
+    )]
+    NotForZeroLoss(&'static str),
+    /// `--size` and `--sizes`.
+    #[error(
+        "give --size (one traffic mix to search) or --sizes (sizes to search one by one), not both"
+    )]
+    SizeAndSizes,
+    /// The search maximum is not in Gb/s.
+    #[error("with --zero-loss, --rate is the upper end of the search and must be in bits per second (e.g. 100Gbps or line)")]
+    SearchRateUnit,
+    /// A bad search setting.
+    #[error("{0}")]
+    Search(#[from] SearchConfigError),
+    /// Bad traffic.
+    #[error("{0}")]
+    Traffic(#[from] TrafficError),
+    /// A number out of range.
+    #[error("{what} must be {range}, not {value}")]
+    OutOfRange {
+        /// The option.
+        what: &'static str,
+        /// What is allowed.
+        range: &'static str,
+        /// What was given.
+        value: String,
+    },
+}
+
+/// Why the command line was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// clap could not parse it (or help or the version was asked for:
+    /// [`clap::Error::exit`] prints those and exits 0).
+    #[error(transparent)]
+    Usage(#[from] clap::Error),
+    /// It parsed but makes no sense.
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
+impl CliError {
+    /// The error as one line, without clap's usage and hints.
+    pub fn message(&self) -> String {
+        match self {
+            CliError::Usage(e) => {
+                let text = e.render().to_string();
+                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                line.trim_start_matches("error: ").trim().to_string()
+            }
+            CliError::Invalid(e) => e.to_string(),
+        }
+    }
+}
+
+/// Parses and validates a command line (the first item is the program name).
+pub fn parse<I, T>(args: I) -> Result<Config, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = Args::try_parse_from(args)?;
+    Ok(args.validate()?)
+}
+
+fn out_of_range(what: &'static str, range: &'static str, value: impl ToString) -> ConfigError {
+    ConfigError::OutOfRange {
+        what,
+        range,
+        value: value.to_string(),
+    }
+}
+
+impl Args {
+    /// Checks that the arguments go together and the pcap is usable, and
+    /// resolves defaults.
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        let positional = match (self.rate_num, self.rate_den) {
+            (Some(num), Some(den)) => Some(Rate::Flits(crate::rate::RateLimit::new(num, den)?)),
+            (Some(_), None) => {
+                // `pktgen 744 1000`: clap took 744 for the pcap.
+                if let Some(p) = &self.pcap {
+                    let s = p.to_string_lossy();
+                    if s.parse::<u32>().is_ok() && !p.exists() {
+                        return Err(ConfigError::RateWithoutPcap(s.into()));
+                    }
+                }
+                return Err(ConfigError::MissingRateDen);
+            }
+            _ => None,
+        };
+        if positional.is_some() && self.rate.is_some() {
+            return Err(ConfigError::TwoRates);
+        }
+        let rate = positional.or(self.rate).unwrap_or_else(Rate::line);
+
+        if self.queues == 0 || self.queues > MAX_QUEUES {
+            return Err(out_of_range("--queues", "1..=8192", self.queues));
+        }
+        if self.stats_delay == 0 {
+            return Err(out_of_range("--stats-delay", "at least 1 ms", 0));
+        }
+        if self.count == Some(0) {
+            return Err(out_of_range("--count", "at least 1", 0));
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(out_of_range("--duration", "above zero", "0"));
+        }
+
+        let synthetic_flags: [(&'static str, bool); 6] = [
+            ("--size", self.size.is_some()),
+            ("--flows", self.flows.is_some()),
+            ("--src-ip", self.src_ip.is_some()),
+            ("--dst-ip", self.dst_ip.is_some()),
+            ("--src-port", self.src_port.is_some()),
+            ("--dst-port", self.dst_port.is_some()),
+        ];
+        let traffic = match &self.pcap {
+            Some(path) => {
+                if let Some((flag, _)) = synthetic_flags.iter().find(|(_, set)| *set) {
+                    return Err(ConfigError::NotForPcap(flag));
+                }
+                if self.sizes.is_some() {
+                    return Err(ConfigError::NotForPcap("--sizes"));
+                }
+                pcap::check_header(path)?;
+                TrafficSource::Pcap { path: path.clone() }
+            }
+            None => {
+                let spec = TrafficSpec {
+                    sizes: self.size.clone().unwrap_or(SizeSpec::Fixed(64)),
+                    flows: self.flows,
+                    src_ip: self.src_ip,
+                    dst_ip: self.dst_ip,
+                    src_port: self.src_port,
+                    dst_port: self.dst_port,
+                    seed: self.seed,
+                    stream: 0,
+                };
+                // Builds nothing; checks sizes and flows.
+                Traffic::new(spec.clone())?;
+                TrafficSource::Synthetic(spec)
+            }
+        };
+
+        let zero_loss = if self.zero_loss {
+            Some(self.search_config(&rate)?)
+        } else {
+            let search_flags = [
+                ("--precision", self.precision.is_some()),
+                ("--trial-ms", self.trial_ms.is_some()),
+                ("--warmup-ms", self.warmup_ms.is_some()),
+                ("--sizes", self.sizes.is_some()),
+            ];
+            if let Some((flag, _)) = search_flags.iter().find(|(_, set)| *set) {
+                return Err(ConfigError::NeedsZeroLoss(flag));
+            }
+            None
+        };
+
+        Ok(Config {
+            traffic,
+            rate,
+            count: self.count,
+            duration: self.duration,
+            core: self.core,
+            queues: self.queues,
+            single_core: self.single_core,
+            rtt: self.rtt || self.rtt_hist.is_some(),
+            rtt_hist: self.rtt_hist.clone(),
+            stats_delay: Duration::from_millis(self.stats_delay),
+            timestamp_offset: self.timestamp_offset,
+            save: self.save.clone(),
+            json: self.json.clone(),
+            capture: self.capture.clone(),
+            zero_loss,
+            device: self.device.clone(),
+            dir: self.dir.clone(),
+        })
+    }
+
+    fn search_config(&self, rate: &Rate) -> Result<SearchConfig, ConfigError> {
+        if self.count.is_some() {
+            return Err(ConfigError::NotForZeroLoss("--count"));
+        }
+        if self.duration.is_some() {
+            return Err(ConfigError::NotForZeroLoss("--duration"));
+        }
+        if self.rate_num.is_some() {
+            return Err(ConfigError::NotForZeroLoss("RATE_NUM RATE_DEN"));
+        }
+        let Rate::Bps(bps) = *rate else {
+            return Err(ConfigError::SearchRateUnit);
+        };
+        if self.size.is_some() && self.sizes.is_some() {
+            return Err(ConfigError::SizeAndSizes);
+        }
+        let sizes = match (&self.sizes, &self.size, &self.pcap) {
+            (Some(s), _, _) => s.clone(),
+            // The traffic's own sizes: a pcap, or one --size mix.
+            (None, Some(_), _) | (None, None, Some(_)) => Vec::new(),
+            (None, None, None) => RFC2544_SIZES.to_vec(),
+        };
+        let d = SearchConfig::default();
+        let cfg = SearchConfig {
+            max_rate_gbps: bps / 1e9,
+            precision_gbps: self.precision.unwrap_or(d.precision_gbps),
+            trial: self.trial_ms.map_or(d.trial, Duration::from_millis),
+            warmup: self.warmup_ms.map_or(d.warmup, Duration::from_millis),
+            sizes,
+            ..d
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// Parses a duration: `10s`, `500ms`, `100us`, `2m`, `1h`, or a number of
+/// seconds (`2.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad duration '{t}'; write e.g. 10s or 500ms"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => {
+            return Err(format!(
+                "unknown unit '{u}' in duration '{t}'; use ns, us, ms, s, m or h"
+            ))
+        }
+    };
+    let secs = v * scale;
+    if !(0.0..=1e9).contains(&secs) {
+        return Err(format!("duration '{t}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rate::RateLimit;
+    use std::io::Write as _;
+
+    fn run(args: &[&str]) -> Result<Config, CliError> {
+        parse(std::iter::once("pktgen").chain(args.iter().copied()))
+    }
+
+    fn err(args: &[&str]) -> String {
+        let e = run(args).expect_err("should be refused");
+        let m = e.message();
+        assert!(!m.is_empty() && !m.contains('\n'), "{m:?}");
+        m
+    }
+
+    /// A tiny valid pcap with one 64 B frame.
+    fn pcap_file(dir: &tempfile::TempDir) -> PathBuf {
+        let path = dir.path().join("one.pcap");
+        let mut w = pcap::CaptureWriter::create(&path).unwrap();
+        let tf = nic_emu::testframe::TestFrames::new(1, 0);
+        let mut f = [0u8; 64];
+        let n = tf.build(nic_emu::testframe::FrameKind::Ipv4Udp, 0, 0, 60, &mut f);
+        w.write(Duration::ZERO, &f[..n]).unwrap();
+        w.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn ensogen_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pcap_file(&dir);
+        let ps = p.to_str().unwrap();
+        let c = run(&[
+            ps,
+            "744",
+            "1000",
+            "--count",
+            "1000000",
+            "--rtt-hist",
+            "h.txt",
+            "--save",
+            "s.csv",
+            "--pipes",
+            "2",
+            "--stats-delay",
+            "500",
+        ])
+        .unwrap();
+        assert_eq!(c.traffic, TrafficSource::Pcap { path: p.clone() });
+        assert_eq!(
+            c.rate,
+            Rate::Flits(RateLimit {
+                num: 744,
+                den: 1000
+            })
+        );
+        assert_eq!(c.count, Some(1_000_000));
+        assert!(c.rtt, "--rtt-hist implies --rtt");
+        assert_eq!(c.queues, 2);
+        assert_eq!(c.stats_delay, Duration::from_millis(500));
+        assert_eq!(c.timestamp_offset, 18);
+        assert!(c.zero_loss.is_none());
+    }
+
+    #[test]
+    fn synthetic_defaults_and_options() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.rate, Rate::line());
+        assert_eq!(c.queues, 4);
+        assert_eq!(c.stats_delay, Duration::from_secs(1));
+        let TrafficSource::Synthetic(spec) = &c.traffic else {
+            panic!("synthetic expected");
+        };
+        assert_eq!(spec, &TrafficSpec::default());
+        let c = run(&[
+            "--rate",
+            "5Mpps",
+            "--size",
+            "imix",
+            "--flows",
+            "100",
+            "--src-ip",
+            "10.0.0.0/16",
+            "--dst-port",
+            "80-90",
+            "--duration",
+            "2.5s",
+            "--timestamp-offset",
+            "60",
+        ])
+        .unwrap();
+        assert_eq!(c.rate, Rate::Pps(5e6));
+        assert_eq!(c.duration, Some(Duration::from_millis(2500)));
+        assert_eq!(c.timestamp_offset, 60);
+        let TrafficSource::Synthetic(spec) = &c.traffic else {
+            panic!("synthetic expected");
+        };
+        assert_eq!(spec.sizes, SizeSpec::imix());
+        assert_eq!(spec.flows, Some(100));
+        assert_eq!(spec.src_ip.unwrap().count(), 65536);
+    }
+
+    #[test]
+    fn zero_loss_options() {
+        let c = run(&["--zero-loss"]).unwrap();
+        let z = c.zero_loss.unwrap();
+        assert_eq!(z.sizes, RFC2544_SIZES.to_vec());
+        assert_eq!(z.max_rate_gbps, 100.0);
+        assert_eq!(z.precision_gbps, 0.1);
+        assert_eq!(z.trial, Duration::from_secs(1));
+        assert_eq!(z.warmup, Duration::from_secs(5));
+        let c = run(&[
+            "--zero-loss",
+            "--rate",
+            "40G",
+            "--precision",
+            "0.5",
+            "--trial-ms",
+            "200",
+            "--warmup-ms",
+            "0",
+            "--sizes",
+            "64,1518",
+        ])
+        .unwrap();
+        let z = c.zero_loss.unwrap();
+        assert_eq!(z.sizes, vec![64, 1518]);
+        assert_eq!(z.max_rate_gbps, 40.0);
+        assert_eq!(
+            (z.precision_gbps, z.trial, z.warmup),
+            (0.5, Duration::from_millis(200), Duration::ZERO)
+        );
+        // One mix searched as a whole.
+        let z = run(&["--zero-loss", "--size", "imix"])
+            .unwrap()
+            .zero_loss
+            .unwrap();
+        assert!(z.sizes.is_empty());
+    }
+
+    #[test]
+    fn wrong_combinations_get_one_line_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pcap_file(&dir);
+        let ps = p.to_str().unwrap();
+        assert!(err(&[ps, "744"]).contains("RATE_NUM needs RATE_DEN"));
+        assert!(err(&["744", "1000"]).contains("'744' is not a pcap file"));
+        assert!(err(&[ps, "744", "1000", "--rate", "10G"]).contains("give the rate once"));
+        assert!(err(&[ps, "0", "1000"]).contains("RATE_NUM must be at least 1"));
+        assert!(err(&[ps, "2000", "1000"]).contains("above one flit per cycle"));
+        assert!(err(&[ps, "--size", "64"]).contains("--size does not apply to pcap replay"));
+        assert!(err(&[ps, "--dst-ip", "1.2.3.4"]).contains("--dst-ip does not apply"));
+        assert!(err(&["--sizes", "64"]).contains("--sizes needs --zero-loss"));
+        assert!(err(&["--precision", "1"]).contains("--precision needs --zero-loss"));
+        assert!(
+            err(&["--zero-loss", "--count", "5"]).contains("--count does not apply to --zero-loss")
+        );
+        assert!(err(&["--zero-loss", "--rate", "5Mpps"]).contains("bits per second"));
+        assert!(err(&["--zero-loss", "--size", "64", "--sizes", "64"]).contains("not both"));
+        assert!(err(&["--zero-loss", "--sizes", "64,9000"]).contains("9000"));
+        assert!(err(&["--zero-loss", "--precision", "0"]).contains("precision"));
+        assert!(err(&["--queues", "0"]).contains("--queues must be 1..=8192"));
+        assert!(err(&["--stats-delay", "0"]).contains("--stats-delay"));
+        assert!(err(&["--flows", "0"]).contains("number of flows"));
+        assert!(err(&["--count", "0"]).contains("--count must be at least 1"));
+    }
+
+    #[test]
+    fn bad_values_get_one_line_errors() {
+        let m = err(&["--timestamp-offset", "61"]);
+        assert!(
+            m.contains("--timestamp-offset") && m.contains("0..=60"),
+            "{m}"
+        );
+        assert!(err(&["--timestamp-offset", "-1"]).contains("-1"));
+        assert!(err(&["--timestamp-offset", "x"]).contains("--timestamp-offset"));
+        assert!(err(&["--rate", "10"]).contains("no unit"));
+        assert!(err(&["--rate", "fast"]).contains("bad number"));
+        assert!(err(&["--size", "10"]).contains("outside 64..=1540"));
+        assert!(err(&["--src-ip", "10.0.0.1/24"]).contains("did you mean 10.0.0.0/24"));
+        assert!(err(&["--dst-port", "99999"]).contains("bad port"));
+        assert!(err(&["--duration", "5 parsecs"]).contains("unknown unit"));
+        assert!(err(&["--bogus"]).contains("--bogus"));
+        assert!(err(&["a.pcap", "1", "2", "3"]).contains("unexpected argument"));
+    }
+
+    #[test]
+    fn missing_and_bad_pcaps_are_errors_not_panics() {
+        let m = err(&["/nonexistent/trace.pcap", "744", "1000"]);
+        assert!(m.starts_with("/nonexistent/trace.pcap: cannot open"), "{m}");
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.pcap");
+        std::fs::File::create(&bad)
+            .unwrap()
+            .write_all(b"this is not a capture file at all")
+            .unwrap();
+        let m = err(&[bad.to_str().unwrap()]);
+        assert!(m.ends_with("not a pcap file (magic 0x74686973)"), "{m}");
+        let short = dir.path().join("short.pcap");
+        std::fs::write(&short, [0xd4, 0xc3, 0xb2, 0xa1, 2, 0]).unwrap();
+        assert!(err(&[short.to_str().unwrap()]).contains("truncated file header"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("100us"), Ok(Duration::from_micros(100)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration(" 1.5 s "), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1e300s").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn config_round_trips_through_json() {
+        let c = run(&[
+            "--zero-loss",
+            "--size",
+            "64-128",
+            "--src-port",
+            "1-9",
+            "--rtt",
+        ])
+        .unwrap();
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["rate"], "100Gbps");
+        assert_eq!(j["stats_delay_ns"], 1_000_000_000u64);
+        assert_eq!(j["traffic"]["synthetic"]["sizes"], "64-128");
+        assert_eq!(serde_json::from_value::<Config>(j).unwrap(), c);
+    }
+}
