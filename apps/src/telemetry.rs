@@ -32,9 +32,8 @@
 //!
 //! * Counters hold sample counts rather than floating-point sums (exact and
 //!   half the memory; identical estimates).
-//! * The top-k table is a flat array scanned linearly (k = 100 keys fit in
-//!   13 cache lines) instead of a heap with a hash index; it is touched only
-//!   on sampled packets.
+//! * The top-k table is a min-heap with a key index (see `topk`), touched
+//!   only on sampled packets.
 //! * NitroSketch's adaptive mode (sampling probability lowered as the
 //!   packet rate grows) and its delayed-start "convergence" phase are not
 //!   implemented; `p` is fixed.
@@ -49,9 +48,12 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod topk;
+
 use crate::hash::{hash_u64, mix64, reduce};
 use crate::packet::{ethernet, EthernetFrame, Ipv4Packet};
 use crate::Verdict;
+use topk::TopK;
 
 /// Rows of the paper's sketches.
 pub const DEFAULT_DEPTH: usize = 5;
@@ -228,60 +230,6 @@ impl fmt::Display for Report {
             )?;
         }
         Ok(())
-    }
-}
-
-/// The k flows with the largest estimates seen on sampled packets.
-#[derive(Clone, Debug)]
-struct TopK {
-    keys: Vec<u64>,
-    estimates: Vec<f64>,
-    capacity: usize,
-    min: usize,
-}
-
-impl TopK {
-    fn new(capacity: usize) -> Self {
-        TopK {
-            keys: Vec::with_capacity(capacity),
-            estimates: Vec::with_capacity(capacity),
-            capacity,
-            min: 0,
-        }
-    }
-
-    fn recompute_min(&mut self) {
-        let mut min = 0;
-        for (i, &e) in self.estimates.iter().enumerate() {
-            if e < self.estimates[min] {
-                min = i;
-            }
-        }
-        self.min = min;
-    }
-
-    #[inline]
-    fn offer(&mut self, key: u64, estimate: f64) {
-        if let Some(i) = self.keys.iter().position(|&k| k == key) {
-            self.estimates[i] = estimate;
-            if i == self.min || estimate < self.estimates[self.min] {
-                self.recompute_min();
-            }
-        } else if self.keys.len() < self.capacity {
-            self.keys.push(key);
-            self.estimates.push(estimate);
-            self.recompute_min();
-        } else if estimate > self.estimates[self.min] {
-            self.keys[self.min] = key;
-            self.estimates[self.min] = estimate;
-            self.recompute_min();
-        }
-    }
-
-    fn clear(&mut self) {
-        self.keys.clear();
-        self.estimates.clear();
-        self.min = 0;
     }
 }
 
@@ -540,9 +488,8 @@ impl NitroSketch {
     pub fn top_flows(&self) -> Vec<HeavyHitter> {
         let mut out: Vec<HeavyHitter> = self
             .top
-            .keys
-            .iter()
-            .map(|&k| {
+            .entries()
+            .map(|(k, _)| {
                 let flow = FlowKey::from_u64(k);
                 HeavyHitter {
                     flow,
