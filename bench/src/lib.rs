@@ -15,6 +15,8 @@
 //! - [`results`] writes a results directory (configuration, machine, commit,
 //!   JSON, CSV, summary, plots) and shows progress;
 //! - [`plot`] draws line and grouped bar charts as SVG;
+//! - [`contention`] tells whether a run had its cores to itself (thread
+//!   preemptions, host steal time);
 //! - [`frames`] builds the Ethernet/IPv4/UDP template frames the datapaths
 //!   carry and finds a frame's length from its header.
 //!
@@ -25,6 +27,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod contention;
 pub mod frames;
 pub mod interleave;
 pub mod placement;

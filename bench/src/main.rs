@@ -161,6 +161,10 @@ struct ReferenceSummary {
     ring_bytes: usize,
     batch: usize,
     flows: u32,
+    /// Preemptions of the producer and consumer threads during the run.
+    preempted: [u64; 2],
+    /// Host steal time during the run, ms.
+    steal_ms: f64,
     notes: Vec<String>,
 }
 
@@ -221,6 +225,9 @@ fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
             },
         );
         println!("{after} (after)");
+        for note in summary.notes.iter().skip(placement.notes.len()) {
+            eprintln!("note: {note}");
+        }
     }
     if args.save || args.out.is_some() {
         let dir = match &args.out {
@@ -282,6 +289,17 @@ fn summarise(
     after: &Probe,
 ) -> ReferenceSummary {
     let trial = run.to_trial();
+    let mut notes = placement.notes.clone();
+    if run.contended() {
+        notes.push(format!(
+            "the cores were shared during the run (producer preempted {}x, consumer {}x, \
+             host steal {:.0} ms, {} threads runnable before): the rate is below the machine's limit",
+            run.producer.preempted,
+            run.consumer.preempted,
+            run.steal_ms,
+            run.runnable_before.map_or_else(|| "?".to_string(), |n| n.to_string()),
+        ));
+    }
     ReferenceSummary {
         mode: args.mode,
         pkt_size: args.size,
@@ -302,7 +320,9 @@ fn summarise(
         ring_bytes: run.config.ring_bytes,
         batch: run.config.batch,
         flows: args.flows,
-        notes: placement.notes.clone(),
+        preempted: [run.producer.preempted, run.consumer.preempted],
+        steal_ms: run.steal_ms,
+        notes,
     }
 }
 

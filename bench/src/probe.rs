@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::contention::PreemptionCounter;
 use crate::placement::{Placement, Side};
 use crate::stats;
 use crate::wait::Spin;
@@ -51,6 +52,9 @@ pub struct Probe {
     pub cores: [Option<usize>; 2],
     /// Whether both threads were pinned to distinct cores.
     pub two_cores: bool,
+    /// Times either probe thread was preempted: non-zero means another
+    /// thread shared a core and the round trip is not the placement's.
+    pub preempted: u64,
 }
 
 impl std::fmt::Display for Probe {
@@ -68,6 +72,9 @@ impl std::fmt::Display for Probe {
         )?;
         if !self.two_cores {
             write!(f, " [not two distinct pinned cores]")?;
+        }
+        if self.preempted > 0 {
+            write!(f, " [preempted {} times: cores shared]", self.preempted)?;
         }
         Ok(())
     }
@@ -88,6 +95,7 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
     let ponger = placement
         .spawn(Side::B, "probe-b", move |pinned| {
             b_start.wait();
+            let preempted = PreemptionCounter::start();
             let mut spin = Spin::default();
             let mut seen = 0u64;
             loop {
@@ -95,7 +103,7 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
                 // an odd value (or STOP).
                 let v = b_line.0.load(Ordering::Acquire);
                 if v == STOP {
-                    return pinned;
+                    return (pinned, preempted.stop());
                 }
                 if v != seen && v % 2 == 1 {
                     seen = v + 1;
@@ -114,6 +122,7 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
     let pinger = placement
         .spawn(Side::A, "probe-a", move |pinned| {
             start.wait();
+            let preempted = PreemptionCounter::start();
             let begin = Instant::now();
             let deadline = begin + duration;
             let warmup = WARMUP.min(duration / 4);
@@ -145,12 +154,13 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
             }
             // SYNC POINT: Release pairs with side B's Acquire load; B exits.
             a_line.0.store(STOP, Ordering::Release);
-            (pinned, samples, round_trips)
+            (pinned, samples, round_trips, preempted.stop())
         })
         .expect("spawn probe thread");
 
-    let (a_pinned, samples, round_trips) = pinger.join().expect("probe thread panicked");
-    let b_pinned = ponger.join().expect("probe thread panicked");
+    let (a_pinned, samples, round_trips, a_preempted) =
+        pinger.join().expect("probe thread panicked");
+    let (b_pinned, b_preempted) = ponger.join().expect("probe thread panicked");
     Probe {
         rtt_ns: stats::median(&samples).unwrap_or(f64::NAN),
         p10_ns: stats::quantile(&samples, 0.1).unwrap_or(f64::NAN),
@@ -159,6 +169,7 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
         round_trips,
         cores: placement.cores(),
         two_cores: a_pinned && b_pinned && placement.is_two_cores(),
+        preempted: a_preempted + b_preempted,
     }
 }
 

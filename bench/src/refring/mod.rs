@@ -38,6 +38,7 @@ pub use ring::{
     ring, Consumer, FrameView, Producer, PushError, RingError, TemplateError, Templates,
 };
 
+use crate::contention::{self, PreemptionCounter, StealCounter};
 use crate::frames;
 use crate::interleave::{duration_ns, TrialResult, Variant};
 use crate::placement::{Placement, Side};
@@ -155,6 +156,9 @@ pub struct SideStats {
     pub waits: u64,
     /// Whether the thread was pinned to its core.
     pub pinned: bool,
+    /// Times the thread was preempted during the run (another thread ran
+    /// on its core): non-zero means the rate is not the machine's limit.
+    pub preempted: u64,
     /// Sum of the sequence numbers this side read (0 if it reads none).
     pub seq_sum: u64,
 }
@@ -180,6 +184,18 @@ pub struct RefRun {
     pub verified: bool,
     /// `[producer core, consumer core]`.
     pub cores: [Option<usize>; 2],
+    /// Host steal time during the run, summed over CPUs, ms.
+    pub steal_ms: f64,
+    /// Threads runnable on the machine just before the run, the caller
+    /// included (1 on an otherwise idle machine).
+    pub runnable_before: Option<u32>,
+}
+
+impl RefRun {
+    /// Whether anything else ran on the two cores during the run.
+    pub fn contended(&self) -> bool {
+        self.producer.preempted > 0 || self.consumer.preempted > 0 || self.steal_ms > 0.0
+    }
 }
 
 impl RefRun {
@@ -199,6 +215,15 @@ impl RefRun {
                 ("producer_waits".to_string(), self.producer.waits as f64),
                 ("consumer_waits".to_string(), self.consumer.waits as f64),
                 ("verified".to_string(), f64::from(u8::from(self.verified))),
+                (
+                    "producer_preempted".to_string(),
+                    self.producer.preempted as f64,
+                ),
+                (
+                    "consumer_preempted".to_string(),
+                    self.consumer.preempted as f64,
+                ),
+                ("steal_ms".to_string(), self.steal_ms),
             ]
             .into(),
         }
@@ -238,6 +263,7 @@ impl IdleClock {
         mut self,
         start: Instant,
         pinned: bool,
+        preempted: &PreemptionCounter,
         frames: u64,
         seq_sum: u64,
     ) -> (SideStats, Instant) {
@@ -252,6 +278,7 @@ impl IdleClock {
             idle_ns,
             waits: self.waits,
             pinned,
+            preempted: preempted.stop(),
             seq_sum,
         };
         (stats, end)
@@ -296,7 +323,7 @@ pub fn run(
     let (go_a, wait_a) = mpsc::channel::<()>();
     let (go_b, wait_b) = mpsc::channel::<()>();
 
-    let (a, b) = thread::scope(|s| -> Result<_, RefError> {
+    let (a, b, steal_ms, runnable_before) = thread::scope(|s| -> Result<_, RefError> {
         let stop = &stop;
         let producer = thread::Builder::new()
             .name("ref-producer".into())
@@ -314,6 +341,8 @@ pub fn run(
                 Some(consumer_side(rx, back_tx, seq_offset, batch, pinned))
             })
             .map_err(RefError::Spawn)?;
+        let runnable_before = contention::runnable_threads();
+        let steal = StealCounter::start();
         // The receivers live until their thread has received, so these
         // sends cannot fail.
         let _ = go_b.send(());
@@ -322,7 +351,7 @@ pub fn run(
         stop.store(true, Ordering::Relaxed);
         let a = producer.join().expect("reference producer panicked");
         let b = consumer.join().expect("reference consumer panicked");
-        Ok((a, b))
+        Ok((a, b, steal.stop(), runnable_before))
     })?;
     let a = a.expect("producer was started");
     let b = b.expect("consumer was started");
@@ -356,6 +385,8 @@ pub fn run(
         consumer,
         verified,
         cores: placement.cores(),
+        steal_ms,
+        runnable_before,
     })
 }
 
@@ -380,6 +411,7 @@ fn producer_side(
     let mut returned_sum = 0u64;
     let mut stopping = false;
     let mut clock = IdleClock::default();
+    let preempted = PreemptionCounter::start();
     let t0 = Instant::now();
     loop {
         let mut pushed = 0;
@@ -422,7 +454,7 @@ fn producer_side(
         }
     }
     tx.close();
-    let (stats, end) = clock.finish(t0, pinned, seq + returned, returned_sum);
+    let (stats, end) = clock.finish(t0, pinned, &preempted, seq + returned, returned_sum);
     (stats, seq, bytes, t0, end)
 }
 
@@ -439,6 +471,7 @@ fn consumer_side(
     let mut bytes = 0u64;
     let mut sum = 0u64;
     let mut clock = IdleClock::default();
+    let preempted = PreemptionCounter::start();
     let t0 = Instant::now();
     loop {
         let mut got = 0;
@@ -478,7 +511,7 @@ fn consumer_side(
         }
     }
     drop(back);
-    let (stats, end) = clock.finish(t0, pinned, frames, sum);
+    let (stats, end) = clock.finish(t0, pinned, &preempted, frames, sum);
     (stats, frames, bytes, t0, end)
 }
 
