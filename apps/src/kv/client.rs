@@ -24,7 +24,8 @@ use super::wire::{
 use super::{key_hash, partition_of};
 use crate::hash::mix64;
 use crate::packet::{
-    self, EmitError, Endpoints, MacAddr, ParseError, UdpDatagram, MAX_FRAME_LEN, UDP_PAYLOAD_OFFSET,
+    self, EmitError, Endpoints, MacAddr, ParseError, UdpChecksum, UdpDatagram, MAX_FRAME_LEN,
+    UDP_PAYLOAD_OFFSET,
 };
 use crate::zipf::{Zipf, ZipfError};
 
@@ -352,7 +353,7 @@ impl KvClient {
         let payload_len = w.len();
         let mut ep = self.cfg.endpoints;
         ep.dst_port = ep.dst_port.wrapping_add(p);
-        let len = packet::finish_udp_frame(buf, &ep, payload_len)?;
+        let len = packet::finish_udp_frame(buf, &ep, payload_len, UdpChecksum::Compute)?;
         self.stats.frames += 1;
         self.stats.requests += n as u64;
         Ok(len)

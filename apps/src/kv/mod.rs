@@ -57,7 +57,9 @@ pub use wire::{
 };
 
 use crate::hash::hash_bytes;
-use crate::packet::{self, ParseError, UdpDatagram, MAX_FRAME_LEN, UDP_PAYLOAD_OFFSET};
+use crate::packet::{
+    self, ParseError, UdpChecksum, UdpDatagram, MAX_FRAME_LEN, UDP_PAYLOAD_OFFSET,
+};
 use wire::{BATCH_HEADER_LEN, MESSAGE_HEADER_LEN};
 
 const KEY_SEED: u64 = 0x6d69_6361_6b76_0001;
@@ -83,6 +85,10 @@ pub struct ServerConfig {
     pub partition: u16,
     /// How many partitions (cores) there are.
     pub partitions: u16,
+    /// Whether responses carry a UDP checksum. Off by default: the paper
+    /// offloads checksums to the NIC on both interfaces, and IPv4 allows
+    /// a UDP checksum of 0.
+    pub udp_checksum: bool,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +97,7 @@ impl Default for ServerConfig {
             store: StoreConfig::default(),
             partition: 0,
             partitions: 1,
+            udp_checksum: false,
         }
     }
 }
@@ -180,6 +187,7 @@ pub struct KvServer {
     store: Partition,
     partition: u16,
     partitions: u16,
+    udp_checksum: UdpChecksum,
     stats: ServerStats,
 }
 
@@ -190,6 +198,11 @@ impl KvServer {
             store: Partition::new(&config.store)?,
             partition: config.partition,
             partitions: config.partitions.max(1),
+            udp_checksum: if config.udp_checksum {
+                UdpChecksum::Compute
+            } else {
+                UdpChecksum::Omit
+            },
             stats: ServerStats::default(),
         })
     }
@@ -261,8 +274,13 @@ impl KvServer {
             return Err(DropReason::NothingToAnswer);
         }
         let payload_len = out.len();
-        packet::finish_udp_frame(response, &datagram.endpoints.reversed(), payload_len)
-            .map_err(|_| DropReason::OutputTooSmall)
+        packet::finish_udp_frame(
+            response,
+            &datagram.endpoints.reversed(),
+            payload_len,
+            self.udp_checksum,
+        )
+        .map_err(|_| DropReason::OutputTooSmall)
     }
 
     fn execute(&mut self, m: &Message<'_>, out: &mut BatchWriter<'_>, reserve: usize) {

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //!
-//! * The **log** is a fixed byte array written as a ring. Every SET appends
+//! * The **log** is a fixed byte array (a power of two) written as a ring. Every SET appends
 //!   an item at the *head*, a logical byte offset that only grows (the
 //!   physical position is `head mod capacity`). An item never straddles the
 //!   end of the array: if it does not fit, the head skips to the start.
@@ -67,7 +67,7 @@ pub fn item_len(key_len: usize, value_len: usize) -> usize {
 /// Sizes of one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreConfig {
-    /// Bytes of log (rounded down to a multiple of 8).
+    /// Bytes of log (rounded down to a power of two).
     pub log_bytes: usize,
     /// Index buckets (rounded up to a power of two).
     pub buckets: usize,
@@ -142,6 +142,7 @@ pub struct Partition {
     buckets: Vec<Bucket>,
     bucket_mask: u64,
     log: Vec<u8>,
+    log_mask: u64,
     head: u64,
     stats: StoreStats,
 }
@@ -170,13 +171,14 @@ fn tag_of(hash: u64) -> u64 {
 impl Partition {
     /// Allocates the log and the index.
     pub fn new(config: &StoreConfig) -> Result<Self, StoreConfigError> {
-        let log_bytes = config.log_bytes & !7;
-        if log_bytes < MIN_LOG_BYTES {
+        if config.log_bytes < MIN_LOG_BYTES {
             return Err(StoreConfigError::LogTooSmall(config.log_bytes));
         }
         if config.buckets == 0 {
             return Err(StoreConfigError::NoBuckets);
         }
+        // Powers of two, so positions are masks rather than divisions.
+        let log_bytes = 1usize << (usize::BITS - 1 - config.log_bytes.leading_zeros());
         let n = config.buckets.next_power_of_two();
         Ok(Partition {
             buckets: vec![
@@ -188,6 +190,7 @@ impl Partition {
             ],
             bucket_mask: n as u64 - 1,
             log: vec![0; log_bytes],
+            log_mask: log_bytes as u64 - 1,
             head: 0,
             stats: StoreStats::default(),
         })
@@ -223,16 +226,21 @@ impl Partition {
         (hash & self.bucket_mask) as usize
     }
 
-    /// The full logical offset a slot points to, if that item is still in
-    /// the log and its header confirms it.
+    /// The full logical offset a slot points to, if that offset is still
+    /// within the log (arithmetic only, no memory read).
+    #[inline]
+    fn slot_offset(&self, slot: u64) -> Option<u64> {
+        let distance = self.head.wrapping_sub(slot & OFFSET_MASK) & OFFSET_MASK;
+        (distance <= self.log.len() as u64).then(|| self.head - distance)
+    }
+
+    /// [`Partition::slot_offset`], confirmed by the item header: the item
+    /// there was written at that very offset. (A slot left untouched while
+    /// 2^48 bytes were appended could otherwise alias a newer position.)
     #[inline]
     fn live_offset(&self, slot: u64) -> Option<u64> {
-        let distance = self.head.wrapping_sub(slot & OFFSET_MASK) & OFFSET_MASK;
-        if distance > self.log.len() as u64 {
-            return None;
-        }
-        let offset = self.head - distance;
-        let p = (offset % self.log.len() as u64) as usize;
+        let offset = self.slot_offset(slot)?;
+        let p = (offset & self.log_mask) as usize;
         (p + ITEM_HEADER_LEN <= self.log.len() && read_u64(&self.log[p..]) == offset)
             .then_some(offset)
     }
@@ -240,7 +248,7 @@ impl Partition {
     /// Key hash, key and value of the live item at `offset`.
     #[inline]
     fn item(&self, offset: u64) -> (u64, &[u8], &[u8]) {
-        let p = (offset % self.log.len() as u64) as usize;
+        let p = (offset & self.log_mask) as usize;
         let h = &self.log[p..p + ITEM_HEADER_LEN];
         let hash = read_u64(&h[8..]);
         let key_len = usize::from(u16::from_le_bytes([h[16], h[17]]));
@@ -300,7 +308,8 @@ impl Partition {
                 evicted: None,
             });
         }
-        // A free slot, or one whose item has left the log.
+        // A free slot, or one whose item has left the log. Liveness here is
+        // judged from the offset alone, to avoid reading 15 item headers.
         let mut oldest: Option<(usize, u64)> = None;
         for i in 0..BUCKET_SLOTS {
             let slot = self.buckets[b].slots[i];
@@ -311,7 +320,7 @@ impl Partition {
                     evicted: None,
                 });
             }
-            match self.live_offset(slot) {
+            match self.slot_offset(slot) {
                 None => {
                     self.stats.stale_slots_reused += 1;
                     self.buckets[b].slots[i] = new_slot;
@@ -326,15 +335,20 @@ impl Partition {
                 },
             }
         }
-        // Full of live items: evict the oldest (the next to leave the log).
-        let (i, o) = oldest.expect("a full bucket has a live slot");
-        let evicted = self.item(o).0;
+        // Full: evict the oldest (the next to leave the log anyway).
+        let (i, o) = oldest.expect("a full bucket has a slot with an offset");
+        let evicted = match self.live_offset(self.buckets[b].slots[i]) {
+            Some(_) => {
+                self.stats.bucket_evictions += 1;
+                Some(self.item(o).0)
+            }
+            None => {
+                self.stats.stale_slots_reused += 1;
+                None
+            }
+        };
         self.buckets[b].slots[i] = new_slot;
-        self.stats.bucket_evictions += 1;
-        Ok(SetOutcome {
-            offset,
-            evicted: Some(evicted),
-        })
+        Ok(SetOutcome { offset, evicted })
     }
 
     /// Removes `key` (whose hash is `hash`); true if it was stored.
@@ -351,13 +365,13 @@ impl Partition {
 
     fn append(&mut self, key: &[u8], hash: u64, value: &[u8], len: usize) -> u64 {
         let cap = self.log.len() as u64;
-        let p = self.head % cap;
+        let p = self.head & self.log_mask;
         if p + len as u64 > cap {
             self.stats.wrap_padding += cap - p;
             self.head += cap - p;
         }
         let offset = self.head;
-        let p = (offset % cap) as usize;
+        let p = (offset & self.log_mask) as usize;
         let item = &mut self.log[p..p + len];
         item[0..8].copy_from_slice(&offset.to_le_bytes());
         item[8..16].copy_from_slice(&hash.to_le_bytes());
@@ -410,6 +424,7 @@ mod tests {
             StoreConfigError::NoBuckets
         );
         assert_eq!(small(4096, 3).bucket_count(), 4);
+        assert_eq!(small(6000, 1).capacity(), 4096);
     }
 
     #[test]

@@ -12,6 +12,7 @@ fn server(log_bytes: usize, buckets: usize) -> KvServer {
         store: StoreConfig { log_bytes, buckets },
         partition: 0,
         partitions: 1,
+        udp_checksum: true,
     })
     .unwrap()
 }
@@ -61,6 +62,10 @@ fn exchange(s: &mut KvServer, frame: &[u8]) -> Result<Vec<Answer>, DropReason> {
     let mut out = [0u8; MAX_FRAME_LEN];
     let len = s.handle(frame, &mut out)?;
     let d = UdpDatagram::parse(&out[..len]).expect("responses are valid frames");
+    let ip = crate::packet::Ipv4Packet::new_checked(&out[14..len]).unwrap();
+    assert!(ip.verify_checksum());
+    let udp = crate::packet::UdpPacket::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(ip.src_addr(), ip.dst_addr()));
     assert_eq!(
         d.endpoints,
         endpoints().reversed(),
@@ -120,6 +125,7 @@ fn per_message_errors_are_answered() {
         },
         partition: 1,
         partitions: 2,
+        ..ServerConfig::default()
     })
     .unwrap();
     // Find keys owned by partition 1 and by partition 0.
@@ -349,6 +355,7 @@ fn run_workload(get_ratio: f64, partitions: u16) {
                 },
                 partition: p,
                 partitions,
+                ..ServerConfig::default()
             })
             .unwrap()
         })

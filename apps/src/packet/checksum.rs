@@ -1,18 +1,25 @@
 //! The Internet checksum (RFC 1071) and its incremental update (RFC 1624).
 
 /// Adds `data` as big-endian 16-bit words to a running one's-complement sum
-/// (odd trailing byte padded with zero). Fold the result with [`fold`].
-pub(crate) fn sum(mut acc: u32, data: &[u8]) -> u32 {
-    let mut words = data.chunks_exact(2);
+/// (odd trailing byte padded with zero); the result is at most 0xFFFF.
+/// Fold it into a checksum with [`fold`].
+pub(crate) fn sum(acc: u32, data: &[u8]) -> u32 {
+    // Summing 32-bit words is the same modulo 0xFFFF (2^16 = 1 there), and
+    // a 64-bit accumulator cannot overflow for any buffer that fits in
+    // memory, so the carries are folded once at the end.
+    let mut total = u64::from(acc);
+    let mut words = data.chunks_exact(4);
     for w in &mut words {
-        acc = acc.wrapping_add(u32::from(u16::from_be_bytes([w[0], w[1]])));
-        // Keep the sum from overflowing on long buffers.
-        acc = (acc & 0xFFFF) + (acc >> 16);
+        total += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
     }
-    if let [last] = words.remainder() {
-        acc = acc.wrapping_add(u32::from(*last) << 8);
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    total += u64::from(u32::from_be_bytes(tail));
+    while total > 0xFFFF {
+        total = (total & 0xFFFF) + (total >> 16);
     }
-    acc
+    total as u32
 }
 
 /// Folds a running sum to 16 bits and complements it: the checksum field.
@@ -53,6 +60,26 @@ mod tests {
         // The worked example of RFC 1071 section 3: words 0001 f203 f4f5 f6f7.
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(fold(sum(0, &data)), !0xddf2);
+    }
+
+    #[test]
+    fn word_sum_equals_a_plain_16_bit_sum() {
+        let data: Vec<u8> = (0..1501u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for len in 0..data.len() {
+            let d = &data[..len];
+            let mut plain = 0u64;
+            for (i, &b) in d.iter().enumerate() {
+                plain += if i % 2 == 0 {
+                    u64::from(b) << 8
+                } else {
+                    u64::from(b)
+                };
+            }
+            while plain > 0xFFFF {
+                plain = (plain & 0xFFFF) + (plain >> 16);
+            }
+            assert_eq!(fold(sum(0, d)), fold(plain as u32), "len {len}");
+        }
     }
 
     #[test]

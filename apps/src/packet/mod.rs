@@ -315,13 +315,24 @@ fn write_l2_l3(buf: &mut [u8], ep: &Endpoints, protocol: u8, ip_len: usize) {
     Ipv4Packet::new_unchecked(&mut buf[ethernet::HEADER_LEN..]).fill_checksum();
 }
 
+/// Whether a built UDP frame carries a UDP checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UdpChecksum {
+    /// Compute it in software.
+    Compute,
+    /// Leave it 0 ("none", legal over IPv4), as when the NIC offloads it.
+    Omit,
+}
+
 /// Writes headers around a UDP payload of `payload_len` bytes that the
-/// caller already placed at [`UDP_PAYLOAD_OFFSET`] in `buf`, computes both
-/// checksums, zero-pads to [`MIN_FRAME_LEN`] and returns the frame length.
+/// caller already placed at [`UDP_PAYLOAD_OFFSET`] in `buf`, computes the
+/// IPv4 checksum (and the UDP one if asked), zero-pads to [`MIN_FRAME_LEN`]
+/// and returns the frame length.
 pub fn finish_udp_frame(
     buf: &mut [u8],
     ep: &Endpoints,
     payload_len: usize,
+    checksum: UdpChecksum,
 ) -> Result<usize, EmitError> {
     let len = check_room(buf.len(), UDP_PAYLOAD_OFFSET, payload_len)?;
     let udp_len = l4::UDP_HEADER_LEN + payload_len;
@@ -331,7 +342,10 @@ pub fn finish_udp_frame(
     udp.set_src_port(ep.src_port);
     udp.set_dst_port(ep.dst_port);
     udp.set_len(udp_len as u16);
-    udp.fill_checksum(ep.src_ip, ep.dst_ip);
+    match checksum {
+        UdpChecksum::Compute => udp.fill_checksum(ep.src_ip, ep.dst_ip),
+        UdpChecksum::Omit => udp.set_checksum(0),
+    }
     buf[UDP_PAYLOAD_OFFSET + payload_len..len].fill(0);
     Ok(len)
 }
@@ -341,7 +355,7 @@ pub fn finish_udp_frame(
 pub fn emit_udp_frame(buf: &mut [u8], ep: &Endpoints, payload: &[u8]) -> Result<usize, EmitError> {
     check_room(buf.len(), UDP_PAYLOAD_OFFSET, payload.len())?;
     buf[UDP_PAYLOAD_OFFSET..UDP_PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
-    finish_udp_frame(buf, ep, payload.len())
+    finish_udp_frame(buf, ep, payload.len(), UdpChecksum::Compute)
 }
 
 /// Builds an IPv4/TCP frame (20-byte header, see [`TcpPacket::set_header`])
@@ -393,6 +407,12 @@ mod tests {
         let d = UdpDatagram::parse(&buf[..len]).unwrap();
         assert_eq!(d.endpoints, endpoints());
         assert_eq!(d.payload, b"abc");
+        let mut omitted = [0u8; 64];
+        omitted[UDP_PAYLOAD_OFFSET..UDP_PAYLOAD_OFFSET + 3].copy_from_slice(b"abc");
+        let l = finish_udp_frame(&mut omitted, &endpoints(), 3, UdpChecksum::Omit).unwrap();
+        assert_eq!(&omitted[40..42], &[0, 0]);
+        assert_eq!(&omitted[..40], &buf[..40]);
+        assert_eq!(&omitted[42..l], &buf[42..len]);
         let ip = Ipv4Packet::new_checked(&buf[14..len]).unwrap();
         assert!(ip.verify_checksum());
         assert!(UdpPacket::new_checked(ip.payload())
