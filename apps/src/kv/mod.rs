@@ -35,14 +35,19 @@
 //! # Deviations from MICA
 //!
 //! * One partition per core, always exclusive (MICA also offers CREW).
-//! * Buckets never chain to extra buckets; a full bucket evicts its oldest
-//!   item (MICA's cache mode behaves the same way).
-//! * The log is an ordinary array: items never straddle its end (the head
-//!   skips to the start), instead of MICA's mirrored mapping.
+//! * Buckets never chain to extra buckets: as in MICA's lossy (cache)
+//!   mode a full bucket evicts an item, here always the oldest.
+//! * The log is an ordinary array and items never straddle its end (the
+//!   head skips to the start), which wastes at most one item's worth of
+//!   bytes per pass instead of wrapping items around.
 //! * The server checks that the key hash in a request is the hash of its
 //!   key, so a buggy client cannot corrupt the index.
-//! * No request-direction hints for the NIC (MICA's client chose the RX
-//!   queue via the UDP port in the same way; here the flow table does it).
+//! * Steering follows MICA's scheme (the client picks the server core by
+//!   UDP destination port); the NIC's flow table, not a flow director,
+//!   delivers each port to its core.
+//! * Responses carry no UDP checksum by default
+//!   ([`ServerConfig::udp_checksum`]): the paper offloads checksums to the
+//!   NIC on both interfaces.
 
 pub mod client;
 pub mod store;
