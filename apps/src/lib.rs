@@ -59,3 +59,20 @@ pub enum Verdict {
     /// The frame was unacceptable; the handler has counted it.
     Drop,
 }
+
+#[cfg(test)]
+mod tests {
+    /// Handlers are built on one thread and run on a worker core.
+    #[test]
+    fn handlers_can_move_to_worker_threads() {
+        fn assert_send<T: Send>() {}
+        assert_send::<crate::maglev::Maglev>();
+        assert_send::<crate::kv::KvServer>();
+        assert_send::<crate::kv::KvClient>();
+        assert_send::<crate::telemetry::Telemetry>();
+        assert_send::<crate::logmon::LogMonitor>();
+        fn assert_sync<T: Sync>() {}
+        assert_sync::<crate::maglev::BackendPool>();
+        assert_sync::<crate::logmon::LogPatterns>();
+    }
+}

@@ -11,7 +11,8 @@
 //!   `RegexSet` (regex-automata's meta regex, built with the same options),
 //!   used directly because `RegexSet::matches` allocates its result on every
 //!   call; here the search cache and the result set are allocated once per
-//!   scanner and reused.
+//!   scanner and reused (the lazy DFA's state cache still grows while it
+//!   warms up on the first lines, then stays within its bound).
 //! * [`LogScanner::scan`] is for a contiguous bytestream such as an Ensō
 //!   pipe: it processes every complete (`\n`-terminated) line in the text
 //!   and returns how many bytes it consumed (up to and including the last
