@@ -88,6 +88,10 @@ pub struct LineChart {
     pub log_x: bool,
     /// Start the y axis at zero rather than at the smallest value.
     pub y_from_zero: bool,
+    /// Where to label the x axis; by default the data's own x values on a
+    /// log axis (packet sizes: 64, 128, …, 1518) when there are at most 12,
+    /// else evenly spaced values.
+    pub x_ticks: Option<Vec<f64>>,
 }
 
 impl LineChart {
@@ -100,7 +104,49 @@ impl LineChart {
             series: Vec::new(),
             log_x: false,
             y_from_zero: true,
+            x_ticks: None,
         }
+    }
+
+    /// Labels the x axis at exactly these values.
+    pub fn x_ticks(mut self, ticks: Vec<f64>) -> Self {
+        self.x_ticks = Some(ticks);
+        self
+    }
+
+    /// The x values to label (untransformed), if not left to the mesh.
+    fn ticks(&self) -> Option<Vec<f64>> {
+        if let Some(t) = &self.x_ticks {
+            return Some(t.clone());
+        }
+        if !self.log_x {
+            return None;
+        }
+        let mut xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        if xs.len() <= 12 {
+            return Some(xs);
+        }
+        // 1, 2, 5 x 10^k across the data.
+        let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+        let mut ticks = Vec::new();
+        let mut decade = 10f64.powf(lo.log10().floor());
+        while decade <= hi {
+            for m in [1.0, 2.0, 5.0] {
+                let t = m * decade;
+                if (lo..=hi).contains(&t) {
+                    ticks.push(t);
+                }
+            }
+            decade *= 10.0;
+        }
+        Some(ticks)
     }
 
     /// Adds a line.
@@ -159,20 +205,35 @@ impl LineChart {
             .y_label_area_size(64)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(draw_err)?;
-        let log_x = self.log_x;
-        let x_fmt = move |v: &f64| {
-            let x = if log_x { 10f64.powf(*v) } else { *v };
-            format_num(x)
-        };
-        chart
-            .configure_mesh()
-            .x_desc(&self.x_label)
+        let ticks = self.ticks();
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(&self.x_label)
             .y_desc(&self.y_label)
-            .x_label_formatter(&x_fmt)
+            .x_label_formatter(&|v| format_num(*v))
             .y_label_formatter(&|v| format_num(*v))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(draw_err)?;
+            .light_line_style(WHITE.mix(0.0));
+        if ticks.is_some() {
+            mesh.x_labels(0).disable_x_mesh();
+        }
+        mesh.draw().map_err(draw_err)?;
+        if let Some(ticks) = ticks {
+            let grid = RGBColor(0, 0, 0).mix(0.15);
+            let style = TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Center, VPos::Top));
+            for t in ticks.into_iter().map(tx).filter(|t| (x0..=x1).contains(t)) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(t, y0), (t, y1)],
+                        grid,
+                    )))
+                    .map_err(draw_err)?;
+                let (px, py) = chart.backend_coord(&(t, y0));
+                let label = format_num(if self.log_x { 10f64.powf(t) } else { t });
+                root.draw(&PathElement::new(vec![(px, py), (px, py + 5)], BLACK))
+                    .map_err(draw_err)?;
+                root.draw(&Text::new(label, (px, py + 8), style.clone()))
+                    .map_err(draw_err)?;
+            }
+        }
         for (i, s) in self.series.iter().enumerate() {
             let c = colour(i);
             let pts: Vec<(f64, f64)> = s
@@ -192,9 +253,31 @@ impl LineChart {
                 .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
                 .map_err(draw_err)?;
         }
+        // Put the legend in the upper corner the lines leave free.
+        let ends = |last: bool| -> f64 {
+            let v: Vec<f64> = self
+                .series
+                .iter()
+                .filter_map(|s| {
+                    if last {
+                        s.points.last()
+                    } else {
+                        s.points.first()
+                    }
+                })
+                .map(|p| p.1)
+                .filter(|y| y.is_finite())
+                .collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        let position = if ends(true) > ends(false) {
+            SeriesLabelPosition::UpperLeft
+        } else {
+            SeriesLabelPosition::UpperRight
+        };
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(position)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -347,7 +430,7 @@ fn format_num(v: f64) -> String {
         "0".to_string()
     } else if !(1e-3..1e6).contains(&a) {
         format!("{v:.1e}")
-    } else if a >= 100.0 || (v.fract() == 0.0) {
+    } else if a >= 100.0 || (v - v.round()).abs() < 1e-9 {
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")

@@ -262,3 +262,31 @@ fn triangular_numbers() {
     assert_eq!(triangular(4), 6);
     assert_eq!(triangular(5), 10);
 }
+
+#[test]
+fn reference_variants_interleave_with_probes() {
+    use crate::interleave::Interleave;
+    let placement = Placement::pick();
+    let cfg = |batch| RefConfig {
+        batch,
+        ring_bytes: 64 << 10,
+        ..RefConfig::default()
+    };
+    let mut big =
+        RefVariant::new("batch32", cfg(32), udp_templates(64, 4), placement.clone()).unwrap();
+    let mut small =
+        RefVariant::new("batch1", cfg(1), udp_templates(64, 4), placement.clone()).unwrap();
+    let report = Interleave::new(Duration::from_millis(5))
+        .rounds(2)
+        .warmup(0)
+        .probe(Duration::from_millis(2))
+        .run(&placement, &mut [&mut big, &mut small]);
+    assert_eq!(report.rounds.len(), 2);
+    assert!(report.rounds.iter().all(|r| r.probe.is_some()));
+    assert!(report.probe_median_ns.is_some());
+    for v in &report.variants {
+        assert_eq!(v.median_extra["verified"], 1.0, "{}", v.name);
+        assert!(v.median_ns_per_packet.contains_key("consumer"));
+    }
+    assert!(report.ratio("batch1", "batch32").is_some());
+}
