@@ -324,6 +324,8 @@ pub fn run(
     let (go_b, wait_b) = mpsc::channel::<()>();
 
     let (a, b, steal_ms, runnable_before) = thread::scope(|s| -> Result<_, RefError> {
+        // Owned here, so an early return drops them and releases the sides.
+        let (go_a, go_b) = (go_a, go_b);
         let stop = &stop;
         let producer = thread::Builder::new()
             .name("ref-producer".into())
@@ -356,24 +358,24 @@ pub fn run(
     let a = a.expect("producer was started");
     let b = b.expect("consumer was started");
 
-    let (producer, sent, bytes_sent, a_start, a_end) = a;
-    let (consumer, received, bytes_received, b_start, b_end) = b;
-    let t0 = a_start.min(b_start);
-    let elapsed = a_end.max(b_end) - t0;
+    let t0 = a.start.min(b.start);
+    let elapsed = a.end.max(b.end) - t0;
+    let sent = a.sent;
     let (packets, bytes, verified) = match config.mode {
         Mode::Rx => (
-            received,
-            bytes_received,
-            received == sent && consumer.seq_sum == triangular(sent),
+            b.frames,
+            b.bytes,
+            b.frames == sent && b.stats.seq_sum == triangular(sent),
         ),
-        // Echo: the producer counts what came back; the consumer forwarded
-        // (and summed) everything the producer sent.
+        // Echo: a packet counts once it is back on the producer core; the
+        // consumer forwarded (and summed) every one on the way.
         Mode::Echo => (
-            producer.frames - sent, // frames the producer core read back
-            bytes_sent,
-            received == sent
-                && consumer.seq_sum == triangular(sent)
-                && producer.seq_sum == triangular(sent),
+            a.returned,
+            a.returned_bytes,
+            b.frames == sent
+                && a.returned == sent
+                && b.stats.seq_sum == triangular(sent)
+                && a.stats.seq_sum == triangular(sent),
         ),
     };
     Ok(RefRun {
@@ -381,8 +383,8 @@ pub fn run(
         packets,
         bytes,
         elapsed,
-        producer,
-        consumer,
+        producer: a.stats,
+        consumer: b.stats,
         verified,
         cores: placement.cores(),
         steal_ms,
@@ -390,7 +392,29 @@ pub fn run(
     })
 }
 
-type SideOutcome = (SideStats, u64, u64, Instant, Instant);
+/// What the producer side reports back.
+struct ProducerOutcome {
+    stats: SideStats,
+    /// Frames pushed.
+    sent: u64,
+    /// Frames read back from the return ring (echo).
+    returned: u64,
+    /// Their bytes.
+    returned_bytes: u64,
+    start: Instant,
+    end: Instant,
+}
+
+/// What the consumer side reports back.
+struct ConsumerOutcome {
+    stats: SideStats,
+    /// Frames read (and, in echo mode, forwarded).
+    frames: u64,
+    /// Their bytes.
+    bytes: u64,
+    start: Instant,
+    end: Instant,
+}
 
 /// Side A: push frames until told to stop; in echo mode also drain the
 /// return ring until every frame sent has come back.
@@ -401,13 +425,13 @@ fn producer_side(
     batch: usize,
     stop: &AtomicBool,
     pinned: bool,
-) -> SideOutcome {
+) -> ProducerOutcome {
     let n_templates = templates.len();
     let seq_offset = templates.seq_offset();
     let mut next = 0usize;
     let mut seq = 0u64;
-    let mut bytes = 0u64;
     let mut returned = 0u64;
+    let mut returned_bytes = 0u64;
     let mut returned_sum = 0u64;
     let mut stopping = false;
     let mut clock = IdleClock::default();
@@ -417,7 +441,6 @@ fn producer_side(
         let mut pushed = 0;
         if !stopping {
             while pushed < batch && tx.push_template(templates, next, seq) {
-                bytes += templates.frame_len(next) as u64;
                 next += 1;
                 if next == n_templates {
                     next = 0;
@@ -438,6 +461,7 @@ fn producer_side(
             while drained < batch {
                 let Some(f) = back.next_frame() else { break };
                 returned_sum = returned_sum.wrapping_add(f.read_u64_le(seq_offset).unwrap_or(0));
+                returned_bytes += f.len() as u64;
                 drained += 1;
             }
             if drained > 0 {
@@ -447,7 +471,11 @@ fn producer_side(
         }
         if pushed + drained > 0 {
             clock.work();
-        } else if stopping && (back.is_none() || returned == seq) {
+        } else if stopping && (returned == seq || back.as_mut().map_or(true, Consumer::is_finished))
+        {
+            // Everything came back, or the consumer side is gone (it closes
+            // the return ring when it ends, even by panicking): stop
+            // waiting for frames that will never return.
             break;
         } else {
             clock.wait();
@@ -455,7 +483,14 @@ fn producer_side(
     }
     tx.close();
     let (stats, end) = clock.finish(t0, pinned, &preempted, seq + returned, returned_sum);
-    (stats, seq, bytes, t0, end)
+    ProducerOutcome {
+        stats,
+        sent: seq,
+        returned,
+        returned_bytes,
+        start: t0,
+        end,
+    }
 }
 
 /// Side B: walk frames, sum their sequence numbers, release in batches; in
@@ -466,7 +501,7 @@ fn consumer_side(
     seq_offset: usize,
     batch: usize,
     pinned: bool,
-) -> SideOutcome {
+) -> ConsumerOutcome {
     let mut frames = 0u64;
     let mut bytes = 0u64;
     let mut sum = 0u64;
@@ -512,7 +547,13 @@ fn consumer_side(
     }
     drop(back);
     let (stats, end) = clock.finish(t0, pinned, &preempted, frames, sum);
-    (stats, frames, bytes, t0, end)
+    ConsumerOutcome {
+        stats,
+        frames,
+        bytes,
+        start: t0,
+        end,
+    }
 }
 
 /// The reference as an interleave [`Variant`].
