@@ -49,6 +49,10 @@ pub mod duration_ns {
 /// adds the FCS, preamble and inter-frame gap (24 B per packet, as EnsōGen
 /// counts). Busy time is per named side ("producer", "consumer", "nic",
 /// "app", …): the time that side spent doing work rather than waiting.
+///
+/// `preempted` and `steal_ms` say whether the trial had its cores to itself
+/// (see [`crate::contention`]); a trial with either above zero is reported
+/// as contended.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialResult {
     /// Packets delivered (for an echo: packets that came back).
@@ -60,6 +64,12 @@ pub struct TrialResult {
     pub elapsed: Duration,
     /// Busy nanoseconds per side.
     pub busy_ns: BTreeMap<String, u64>,
+    /// Times any measured thread was preempted during the trial.
+    #[serde(default)]
+    pub preempted: u64,
+    /// Host steal time during the trial, summed over CPUs, ms.
+    #[serde(default)]
+    pub steal_ms: f64,
     /// Any other counters the variant wants to report (summarised by median).
     pub extra: BTreeMap<String, f64>,
 }
@@ -106,6 +116,11 @@ impl TrialResult {
     pub fn ns_per_packet(&self, side: &str) -> Option<f64> {
         let busy = *self.busy_ns.get(side)?;
         (self.packets > 0).then(|| busy as f64 / self.packets as f64)
+    }
+
+    /// Whether something else ran on the measured cores during the trial.
+    pub fn contended(&self) -> bool {
+        self.preempted > 0 || self.steal_ms > 0.0
     }
 
     /// Fraction of the elapsed time `side` was busy.
@@ -391,6 +406,11 @@ impl Round {
         for t in &self.trials {
             let _ = write!(s, ", {} {:.2} Mpps", t.variant, t.result.mpps());
         }
+        let shared = self.trials.iter().filter(|t| t.result.contended()).count()
+            + usize::from(self.probe.as_ref().is_some_and(|p| p.preempted > 0));
+        if shared > 0 {
+            s.push_str(" [cores shared]");
+        }
         s
     }
 }
@@ -435,6 +455,9 @@ pub struct VariantSummary {
     pub median_extra: BTreeMap<String, f64>,
     /// Median over rounds of (this variant's Mpps / the reference's Mpps).
     pub ratio_to_reference: f64,
+    /// Measured trials during which the cores were shared (preemption or
+    /// host steal): their rates understate the variant.
+    pub contended_trials: usize,
 }
 
 /// Everything an interleaved run measured, with its summaries.
@@ -516,6 +539,7 @@ impl InterleaveReport {
             ratio_to_reference: self
                 .ratio(name, &self.reference)
                 .map_or(f64::NAN, |r| r.median),
+            contended_trials: trials.iter().filter(|t| t.contended()).count(),
         }
     }
 
@@ -615,6 +639,8 @@ impl InterleaveReport {
             "mpps",
             "goodput_gbps",
             "wire_gbps",
+            "preempted",
+            "steal_ms",
         ]
         .map(String::from)
         .to_vec();
@@ -637,6 +663,8 @@ impl InterleaveReport {
                     format!("{:.4}", res.mpps()),
                     format!("{:.4}", res.goodput_gbps()),
                     format!("{:.4}", res.wire_gbps()),
+                    res.preempted.to_string(),
+                    format!("{:.1}", res.steal_ms),
                 ];
                 row.extend(sides.iter().map(|s| {
                     res.busy_ns
@@ -671,6 +699,15 @@ impl InterleaveReport {
                 " Probe round trip: median {m:.0} ns, range {lo:.0}..{hi:.0} ns."
             );
         }
+        let contended: usize = self.variants.iter().map(|v| v.contended_trials).sum();
+        let total: usize = self.variants.iter().map(|v| v.trials).sum();
+        if contended > 0 {
+            let _ = write!(
+                s,
+                " {contended} of {total} trials shared their cores with other work \
+                 (preemption or host steal): their rates are low."
+            );
+        }
         s.push('\n');
         s
     }
@@ -698,6 +735,7 @@ mod tests {
                 elapsed: d,
                 busy_ns: [("app".to_string(), d.as_nanos() as u64 / 2)].into(),
                 extra: [("round".to_string(), round as f64)].into(),
+                ..Default::default()
             }
         })
     }
@@ -770,6 +808,7 @@ mod tests {
         assert_eq!(trials.rows.len(), 8);
         assert!(trials.headers.contains(&"busy_ns_app".to_string()));
         assert!(report.markdown().contains("ratio to B"));
+        assert!(!report.markdown().contains("shared their cores"));
     }
 
     #[test]
@@ -781,6 +820,33 @@ mod tests {
             .no_probe();
         let report = cfg.run(&Placement::pick(), &mut [&mut a]);
         assert_eq!(report.measured().count(), 1);
+    }
+
+    #[test]
+    fn contended_trials_are_counted_and_reported() {
+        let mut n = 0;
+        let mut a = variant("A", move |d| {
+            n += 1;
+            TrialResult {
+                packets: 10,
+                elapsed: d,
+                preempted: u64::from(n == 2),
+                ..Default::default()
+            }
+        });
+        let report = Interleave::new(Duration::from_millis(1))
+            .rounds(3)
+            .warmup(0)
+            .no_probe()
+            .run(&Placement::pick(), &mut [&mut a]);
+        assert_eq!(report.variant("A").unwrap().contended_trials, 1);
+        assert!(report
+            .markdown()
+            .contains("1 of 3 trials shared their cores"));
+        assert!(report.rounds[1].one_line().ends_with("[cores shared]"));
+        let table = report.trial_table();
+        let col = table.headers.iter().position(|h| h == "preempted").unwrap();
+        assert_eq!(table.rows[1][col], "1");
     }
 
     #[test]

@@ -200,7 +200,8 @@ impl RefRun {
 
 impl RefRun {
     /// The run as an interleave trial: busy time per side under the names
-    /// "producer" and "consumer", plus the wait counts as extras.
+    /// "producer" and "consumer", plus per-side waits and preemptions and
+    /// the verification (1 or 0) as extras.
     pub fn to_trial(&self) -> TrialResult {
         TrialResult {
             packets: self.packets,
@@ -223,9 +224,10 @@ impl RefRun {
                     "consumer_preempted".to_string(),
                     self.consumer.preempted as f64,
                 ),
-                ("steal_ms".to_string(), self.steal_ms),
             ]
             .into(),
+            preempted: self.producer.preempted + self.consumer.preempted,
+            steal_ms: self.steal_ms,
         }
     }
 }
