@@ -611,8 +611,8 @@ impl Core {
     fn deliver(&mut self, pc: &mut PortCounters, frame: &[u8]) {
         pc.rx_frames += 1;
         pc.rx_bytes += frame.len() as u64;
-        let place = match wire::place(frame) {
-            Ok(p) => p,
+        let (place, key) = match wire::classify(frame) {
+            Ok(x) => x,
             Err(FrameError::Oversize) => {
                 pc.drop_oversize += 1;
                 return;
@@ -622,7 +622,6 @@ impl Core {
                 return;
             }
         };
-        let key = wire::steer_key(frame);
         let Some(pid) = steering::steer(&self.flows, &mut self.fallback, &key) else {
             pc.drop_no_match += 1;
             return;

@@ -74,6 +74,9 @@ pub struct Generator {
     templates: Vec<Option<Box<[u8]>>>,
     cache_sizes: Vec<usize>,
     start_ns: Option<u64>,
+    /// Flow of the next frame (round robin, kept as a counter: no division
+    /// per frame).
+    next_flow: u32,
     pub paused: bool,
     /// Frames sent before the rate clock last (re)started.
     paced_base: u64,
@@ -109,6 +112,7 @@ impl Generator {
             templates,
             cache_sizes,
             start_ns: None,
+            next_flow: 0,
             paused: cfg.paused,
             paced_base: 0,
             scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
@@ -159,7 +163,11 @@ impl Generator {
         for _ in 0..n {
             let seq = self.next_seq;
             self.next_seq += 1;
-            let flow = (seq % self.cfg.flows.max(1) as u64) as u32;
+            let flow = self.next_flow;
+            self.next_flow += 1;
+            if self.next_flow >= self.cfg.flows {
+                self.next_flow = 0;
+            }
             let nk = self.cfg.kinds.len();
             let ki = if nk == 1 {
                 0

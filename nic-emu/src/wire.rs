@@ -237,40 +237,47 @@ pub enum SteerKey {
     Other { hash: u32 },
 }
 
+/// The steering key of an IPv4 packet whose IP header starts at `hl`.
+#[inline]
+fn ipv4_key(frame: &[u8], hl: usize) -> Option<SteerKey> {
+    let ip = frame.get(hl..hl + 20)?;
+    let ihl = (ip[0] & 0x0f) as usize * 4;
+    let protocol = ip[9];
+    let src_ip = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+    let dst_ip = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+    let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
+    let l4 = hl + ihl.max(20);
+    let (mut src_port, mut dst_port, mut syn) = (0, 0, false);
+    if (protocol == PROTO_TCP || protocol == PROTO_UDP) && frag == 0 {
+        if let Some(p) = frame.get(l4..l4 + 4) {
+            src_port = u16::from_be_bytes([p[0], p[1]]);
+            dst_port = u16::from_be_bytes([p[2], p[3]]);
+        }
+        if protocol == PROTO_TCP {
+            if let Some(&flags) = frame.get(l4 + 13) {
+                syn = flags & 0x12 == 0x02;
+            }
+        }
+    }
+    Some(SteerKey::Ipv4 {
+        tuple: FiveTuple {
+            src_ip,
+            dst_ip,
+            src_port,
+            dst_port,
+            protocol,
+        },
+        syn,
+    })
+}
+
 /// Extracts the steering key of a frame (never fails: unknown frames hash
 /// their first bytes).
 #[inline]
 pub fn steer_key(frame: &[u8]) -> SteerKey {
     if let Some((hl, ETHERTYPE_IPV4)) = l2(frame) {
-        if let Some(ip) = frame.get(hl..hl + 20) {
-            let ihl = (ip[0] & 0x0f) as usize * 4;
-            let protocol = ip[9];
-            let src_ip = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
-            let dst_ip = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
-            let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
-            let l4 = hl + ihl.max(20);
-            let (mut src_port, mut dst_port, mut syn) = (0, 0, false);
-            if (protocol == PROTO_TCP || protocol == PROTO_UDP) && frag == 0 {
-                if let Some(p) = frame.get(l4..l4 + 4) {
-                    src_port = u16::from_be_bytes([p[0], p[1]]);
-                    dst_port = u16::from_be_bytes([p[2], p[3]]);
-                }
-                if protocol == PROTO_TCP {
-                    if let Some(&flags) = frame.get(l4 + 13) {
-                        syn = flags & 0x12 == 0x02;
-                    }
-                }
-            }
-            return SteerKey::Ipv4 {
-                tuple: FiveTuple {
-                    src_ip,
-                    dst_ip,
-                    src_port,
-                    dst_port,
-                    protocol,
-                },
-                syn,
-            };
+        if let Some(k) = ipv4_key(frame, hl) {
+            return k;
         }
     }
     let n = frame.len().min(54);
@@ -283,6 +290,26 @@ pub fn steer_key(frame: &[u8]) -> SteerKey {
             .rotate_left(13);
     }
     SteerKey::Other { hash: h }
+}
+
+/// [`place`] and [`steer_key`] together, parsing an untagged IPv4 frame's
+/// headers once (the NIC's per-frame path).
+#[inline]
+pub fn classify(frame: &[u8]) -> Result<(Placement, SteerKey), FrameError> {
+    if frame.len() >= 34 && frame.len() <= MAX_FRAME && frame[12] == 0x08 && frame[13] == 0x00 {
+        let tot = u16::from_be_bytes([frame[16], frame[17]]) as usize;
+        if tot >= 20 && 14 + tot <= frame.len() {
+            let len = 14 + tot;
+            let key = ipv4_key(frame, 14).expect("34 bytes hold an IPv4 header");
+            let p = Placement {
+                len,
+                marker: false,
+                flits: flits(len),
+            };
+            return Ok((p, key));
+        }
+    }
+    Ok((place(frame)?, steer_key(frame)))
 }
 
 /// A cheap, well-mixed hash of a 5-tuple (for the flow table and fallback).
@@ -390,6 +417,40 @@ mod tests {
             let _ = place(&b[..n]);
             let _ = delimit(&b[..n]);
             let _ = steer_key(&b[..n]);
+        }
+    }
+
+    #[test]
+    fn classify_agrees_with_place_and_steer_key() {
+        let tf = TestFrames::new(4, 1);
+        let mut buf = [0u8; MAX_FRAME];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..20_000u64 {
+            let kind = [FrameKind::Ipv4Udp, FrameKind::Ipv6Udp, FrameKind::Raw][(i % 3) as usize];
+            let n = tf.build(
+                kind,
+                i,
+                (i % 4) as u32,
+                60 + (i as usize * 7) % 1477,
+                &mut buf,
+            );
+            // Corrupt some bytes of some frames.
+            let mut f = buf[..n].to_vec();
+            if i % 5 == 0 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x as usize) % f.len().min(48);
+                f[at] = (x >> 32) as u8;
+            }
+            let cut = if i % 7 == 0 {
+                (x as usize >> 8) % f.len()
+            } else {
+                f.len()
+            };
+            let f = &f[..cut];
+            let want = place(f).map(|p| (p, steer_key(f)));
+            assert_eq!(classify(f), want, "frame {i}");
         }
     }
 
