@@ -1,12 +1,39 @@
 //! Whether a measurement had its cores to itself.
 //!
-//! Two things can steal a measured thread's core: another process on the
-//! same vCPU (the thread is preempted: its involuntary context switches
-//! grow) and the host (the vCPU does not run: the machine's steal time
-//! grows). Both are read from /proc, so they cost nothing during a run and
-//! need no privileges; a result that reports either is not a clean number.
+//! Two things can steal a measured thread's core: another thread on the
+//! same vCPU (the thread is preempted: its involuntary context switches and
+//! its run-queue wait time grow) and the host (the vCPU does not run: the
+//! machine's steal time grows). All are read from /proc, so they cost
+//! nothing during a run and need no privileges.
+//!
+//! Short kernel work preempts a busy thread now and then on any machine;
+//! what matters is how much time it lost. A measurement is *contended* when
+//! its threads waited on the run queue, or the host stole, more than
+//! [`SIGNIFICANT_FRACTION`] of its elapsed time.
 
 use std::fs;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Share of a measurement's elapsed time that its threads may lose to other
+/// work before it is reported as contended.
+pub const SIGNIFICANT_FRACTION: f64 = 0.01;
+
+/// Whether time lost to other work is a significant share of `elapsed`.
+/// `switches` without any known wait time (no schedstat on this kernel)
+/// count as significant.
+pub fn is_significant(switches: u64, waited_ns: u64, steal_ms: f64, elapsed: Duration) -> bool {
+    let limit = elapsed.as_nanos() as f64 * SIGNIFICANT_FRACTION;
+    waited_ns as f64 > limit || steal_ms * 1e6 > limit || (waited_ns == 0 && switches > 0)
+}
+
+/// Nanoseconds the calling thread has spent runnable but waiting for its
+/// CPU, from `/proc/thread-self/schedstat`; `None` where it does not exist.
+pub fn run_queue_wait_ns() -> Option<u64> {
+    let stat = fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().nth(1)?.parse().ok()
+}
 
 /// Involuntary context switches of the calling thread so far, from
 /// `/proc/thread-self/status`; `None` where that file does not exist.
@@ -42,25 +69,50 @@ pub fn runnable_threads() -> Option<u32> {
         .ok()
 }
 
+/// How much a thread was kept off its core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preemption {
+    /// Involuntary context switches.
+    pub switches: u64,
+    /// Time spent runnable but not running, ns (0 if unknown).
+    pub waited_ns: u64,
+}
+
+impl std::ops::Add for Preemption {
+    type Output = Preemption;
+    fn add(self, o: Preemption) -> Preemption {
+        Preemption {
+            switches: self.switches + o.switches,
+            waited_ns: self.waited_ns + o.waited_ns,
+        }
+    }
+}
+
 /// Counts a thread's preemptions over a span of its life.
 #[derive(Debug, Clone, Copy)]
 pub struct PreemptionCounter {
-    start: Option<u64>,
+    switches: Option<u64>,
+    waited: Option<u64>,
 }
 
 impl PreemptionCounter {
     /// Starts counting for the calling thread.
     pub fn start() -> Self {
         PreemptionCounter {
-            start: involuntary_switches(),
+            switches: involuntary_switches(),
+            waited: run_queue_wait_ns(),
         }
     }
 
     /// Preemptions of the calling thread (the same one) since `start`.
-    pub fn stop(&self) -> u64 {
-        match (self.start, involuntary_switches()) {
+    pub fn stop(&self) -> Preemption {
+        let delta = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
+        };
+        Preemption {
+            switches: delta(self.switches, involuntary_switches()),
+            waited_ns: delta(self.waited, run_queue_wait_ns()),
         }
     }
 }
@@ -99,7 +151,18 @@ mod tests {
         assert!(involuntary_switches().is_some());
         assert!(steal_ms().is_some());
         assert!(runnable_threads().unwrap() >= 1);
+        assert!(run_queue_wait_ns().is_some());
         let _ = p.stop();
         assert!(s.stop() >= 0.0);
+    }
+
+    #[test]
+    fn significance_is_a_share_of_elapsed_time() {
+        let second = Duration::from_secs(1);
+        assert!(!is_significant(0, 0, 0.0, second));
+        assert!(!is_significant(30, 2_000_000, 0.0, second), "2 ms of 1 s");
+        assert!(is_significant(30, 20_000_000, 0.0, second), "20 ms of 1 s");
+        assert!(is_significant(0, 0, 15.0, second), "15 ms steal");
+        assert!(is_significant(1, 0, 0.0, second), "switches, wait unknown");
     }
 }

@@ -50,9 +50,9 @@ pub mod duration_ns {
 /// counts). Busy time is per named side ("producer", "consumer", "nic",
 /// "app", …): the time that side spent doing work rather than waiting.
 ///
-/// `preempted` and `steal_ms` say whether the trial had its cores to itself
-/// (see [`crate::contention`]); a trial with either above zero is reported
-/// as contended.
+/// `preempted`, `preempted_ns` and `steal_ms` say whether the trial had its
+/// cores to itself (see [`crate::contention`]); a trial that lost more than
+/// 1% of its time to other work is reported as contended.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialResult {
     /// Packets delivered (for an echo: packets that came back).
@@ -64,9 +64,12 @@ pub struct TrialResult {
     pub elapsed: Duration,
     /// Busy nanoseconds per side.
     pub busy_ns: BTreeMap<String, u64>,
-    /// Times any measured thread was preempted during the trial.
+    /// Involuntary context switches of the measured threads.
     #[serde(default)]
     pub preempted: u64,
+    /// Time the measured threads spent runnable but not running, ns.
+    #[serde(default)]
+    pub preempted_ns: u64,
     /// Host steal time during the trial, summed over CPUs, ms.
     #[serde(default)]
     pub steal_ms: f64,
@@ -118,9 +121,15 @@ impl TrialResult {
         (self.packets > 0).then(|| busy as f64 / self.packets as f64)
     }
 
-    /// Whether something else ran on the measured cores during the trial.
+    /// Whether other work took a significant share of the trial's time on
+    /// the measured cores ([`crate::contention::is_significant`]).
     pub fn contended(&self) -> bool {
-        self.preempted > 0 || self.steal_ms > 0.0
+        crate::contention::is_significant(
+            self.preempted,
+            self.preempted_ns,
+            self.steal_ms,
+            self.elapsed,
+        )
     }
 
     /// Fraction of the elapsed time `side` was busy.
@@ -407,7 +416,7 @@ impl Round {
             let _ = write!(s, ", {} {:.2} Mpps", t.variant, t.result.mpps());
         }
         let shared = self.trials.iter().filter(|t| t.result.contended()).count()
-            + usize::from(self.probe.as_ref().is_some_and(|p| p.preempted > 0));
+            + usize::from(self.probe.as_ref().is_some_and(Probe::contended));
         if shared > 0 {
             s.push_str(" [cores shared]");
         }
@@ -640,6 +649,7 @@ impl InterleaveReport {
             "goodput_gbps",
             "wire_gbps",
             "preempted",
+            "preempted_ns",
             "steal_ms",
         ]
         .map(String::from)
@@ -664,6 +674,7 @@ impl InterleaveReport {
                     format!("{:.4}", res.goodput_gbps()),
                     format!("{:.4}", res.wire_gbps()),
                     res.preempted.to_string(),
+                    res.preempted_ns.to_string(),
                     format!("{:.1}", res.steal_ms),
                 ];
                 row.extend(sides.iter().map(|s| {
@@ -831,6 +842,7 @@ mod tests {
                 packets: 10,
                 elapsed: d,
                 preempted: u64::from(n == 2),
+                preempted_ns: if n == 2 { 5_000_000 } else { 0 },
                 ..Default::default()
             }
         });

@@ -163,6 +163,8 @@ struct ReferenceSummary {
     flows: u32,
     /// Preemptions of the producer and consumer threads during the run.
     preempted: [u64; 2],
+    /// Time the producer and consumer threads waited for their cores, ms.
+    preempted_ms: [f64; 2],
     /// Host steal time during the run, ms.
     steal_ms: f64,
     notes: Vec<String>,
@@ -292,12 +294,16 @@ fn summarise(
     let mut notes = placement.notes.clone();
     if run.contended() {
         notes.push(format!(
-            "the cores were shared during the run (producer preempted {}x, consumer {}x, \
-             host steal {:.0} ms, {} threads runnable before): the rate is below the machine's limit",
-            run.producer.preempted,
-            run.consumer.preempted,
+            "the cores were shared during the run (producer lost {:.1} ms in {} preemptions, \
+             consumer {:.1} ms in {}, host steal {:.0} ms, {} threads runnable before): \
+             the rate is below the machine's limit",
+            run.producer.preempted.waited_ns as f64 / 1e6,
+            run.producer.preempted.switches,
+            run.consumer.preempted.waited_ns as f64 / 1e6,
+            run.consumer.preempted.switches,
             run.steal_ms,
-            run.runnable_before.map_or_else(|| "?".to_string(), |n| n.to_string()),
+            run.runnable_before
+                .map_or_else(|| "?".to_string(), |n| n.to_string()),
         ));
     }
     ReferenceSummary {
@@ -320,7 +326,14 @@ fn summarise(
         ring_bytes: run.config.ring_bytes,
         batch: run.config.batch,
         flows: args.flows,
-        preempted: [run.producer.preempted, run.consumer.preempted],
+        preempted: [
+            run.producer.preempted.switches,
+            run.consumer.preempted.switches,
+        ],
+        preempted_ms: [
+            run.producer.preempted.waited_ns as f64 / 1e6,
+            run.consumer.preempted.waited_ns as f64 / 1e6,
+        ],
         steal_ms: run.steal_ms,
         notes,
     }

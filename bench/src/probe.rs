@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contention::PreemptionCounter;
+use crate::contention::{self, Preemption, PreemptionCounter};
 use crate::placement::{Placement, Side};
 use crate::stats;
 use crate::wait::Spin;
@@ -52,9 +52,25 @@ pub struct Probe {
     pub cores: [Option<usize>; 2],
     /// Whether both threads were pinned to distinct cores.
     pub two_cores: bool,
-    /// Times either probe thread was preempted: non-zero means another
-    /// thread shared a core and the round trip is not the placement's.
-    pub preempted: u64,
+    /// How much the two probe threads were kept off their cores: when
+    /// significant, another thread shared a core and the round trip is not
+    /// the placement's alone.
+    pub preempted: Preemption,
+    /// Wall-clock time the probe took.
+    #[serde(rename = "duration_ns", with = "crate::interleave::duration_ns")]
+    pub duration: Duration,
+}
+
+impl Probe {
+    /// Whether other work took a significant share of the probe's time.
+    pub fn contended(&self) -> bool {
+        contention::is_significant(
+            self.preempted.switches,
+            self.preempted.waited_ns,
+            0.0,
+            self.duration,
+        )
+    }
 }
 
 impl std::fmt::Display for Probe {
@@ -73,8 +89,13 @@ impl std::fmt::Display for Probe {
         if !self.two_cores {
             write!(f, " [not two distinct pinned cores]")?;
         }
-        if self.preempted > 0 {
-            write!(f, " [preempted {} times: cores shared]", self.preempted)?;
+        if self.contended() {
+            write!(
+                f,
+                " [cores shared: preempted {} times, {:.1} ms]",
+                self.preempted.switches,
+                self.preempted.waited_ns as f64 / 1e6
+            )?;
         }
         Ok(())
     }
@@ -87,6 +108,7 @@ struct Line(AtomicU64);
 
 /// Runs the probe for about `duration` on `placement`'s two cores.
 pub fn measure(placement: &Placement, duration: Duration) -> Probe {
+    let began = Instant::now();
     let line = Arc::new(Line(AtomicU64::new(0)));
     let start = Arc::new(Barrier::new(2));
 
@@ -170,6 +192,7 @@ pub fn measure(placement: &Placement, duration: Duration) -> Probe {
         cores: placement.cores(),
         two_cores: a_pinned && b_pinned && placement.is_two_cores(),
         preempted: a_preempted + b_preempted,
+        duration: began.elapsed(),
     }
 }
 

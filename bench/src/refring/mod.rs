@@ -38,7 +38,7 @@ pub use ring::{
     ring, Consumer, FrameView, Producer, PushError, RingError, TemplateError, Templates,
 };
 
-use crate::contention::{self, PreemptionCounter, StealCounter};
+use crate::contention::{self, Preemption, PreemptionCounter, StealCounter};
 use crate::frames;
 use crate::interleave::{duration_ns, TrialResult, Variant};
 use crate::placement::{Placement, Side};
@@ -156,9 +156,8 @@ pub struct SideStats {
     pub waits: u64,
     /// Whether the thread was pinned to its core.
     pub pinned: bool,
-    /// Times the thread was preempted during the run (another thread ran
-    /// on its core): non-zero means the rate is not the machine's limit.
-    pub preempted: u64,
+    /// How much the thread was kept off its core during the run.
+    pub preempted: Preemption,
     /// Sum of the sequence numbers this side read (0 if it reads none).
     pub seq_sum: u64,
 }
@@ -192,9 +191,10 @@ pub struct RefRun {
 }
 
 impl RefRun {
-    /// Whether anything else ran on the two cores during the run.
+    /// Whether other work took a significant share of the run's time on
+    /// the two cores: then the rate is below the machine's limit.
     pub fn contended(&self) -> bool {
-        self.producer.preempted > 0 || self.consumer.preempted > 0 || self.steal_ms > 0.0
+        self.to_trial().contended()
     }
 }
 
@@ -218,15 +218,16 @@ impl RefRun {
                 ("verified".to_string(), f64::from(u8::from(self.verified))),
                 (
                     "producer_preempted".to_string(),
-                    self.producer.preempted as f64,
+                    self.producer.preempted.switches as f64,
                 ),
                 (
                     "consumer_preempted".to_string(),
-                    self.consumer.preempted as f64,
+                    self.consumer.preempted.switches as f64,
                 ),
             ]
             .into(),
-            preempted: self.producer.preempted + self.consumer.preempted,
+            preempted: self.producer.preempted.switches + self.consumer.preempted.switches,
+            preempted_ns: self.producer.preempted.waited_ns + self.consumer.preempted.waited_ns,
             steal_ms: self.steal_ms,
         }
     }
