@@ -32,6 +32,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 
 pub use ring::{
@@ -317,8 +318,9 @@ pub fn run(
         Some((p, c)) => (Some(p), Some(c)),
         None => (None, None),
     };
-    // Carries no data: the producer stops pushing once it sees it.
-    let stop = AtomicBool::new(false);
+    // Carries no data: the producer stops pushing once it sees it. On its
+    // own line, so the producer's polling shares it with nothing.
+    let stop = CachePadded::new(AtomicBool::new(false));
     let batch = config.batch;
     let seq_offset = templates.seq_offset();
     // Each side pins itself, then waits for "go"; if the other side cannot
