@@ -30,6 +30,7 @@
 //!
 //! # Modules
 //!
+//! * [`echo`]: the echo server of the microbenchmarks.
 //! * [`packet`]: zero-copy Ethernet/IPv4/UDP/TCP views, 5-tuples, address
 //!   rewriting with incremental checksums, frame building.
 //! * [`maglev`], [`kv`], [`telemetry`], [`logmon`]: the applications; each
@@ -41,6 +42,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod echo;
 pub mod hash;
 pub mod kv;
 pub mod logmon;
@@ -49,16 +51,9 @@ pub mod packet;
 pub mod telemetry;
 pub mod zipf;
 
-/// What to do with a frame after an application handled it in place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// Transmit the frame as it now is in the buffer.
-    Forward,
-    /// The frame was handled and nothing is to be sent.
-    Consume,
-    /// The frame was unacceptable; the handler has counted it.
-    Drop,
-}
+/// What to do with a frame after an application handled it in place (the
+/// same type the interface drivers of `enso` act on).
+pub use enso::app::Verdict;
 
 #[cfg(test)]
 mod tests {

@@ -46,6 +46,7 @@ impl<'a> RxBatch<'a> {
     /// The frames in the batch, writable in place (zero-copy echo/forward).
     pub fn packets_mut(&mut self) -> PacketsMut<'_> {
         PacketsMut {
+            base: self.data.as_ptr() as usize,
             rest: self.data,
             error: None,
         }
@@ -108,11 +109,17 @@ impl<'a> Iterator for Packets<'a> {
 /// Iterator over the frames of a batch, writable.
 #[derive(Debug)]
 pub struct PacketsMut<'a> {
+    base: usize,
     rest: &'a mut [u8],
     error: Option<FrameError>,
 }
 
 impl<'a> PacketsMut<'a> {
+    /// Address of the batch's first byte (to turn frames into offsets).
+    pub fn base_addr(&self) -> usize {
+        self.base
+    }
+
     pub fn error(&self) -> Option<FrameError> {
         self.error
     }

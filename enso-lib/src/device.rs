@@ -716,6 +716,67 @@ impl Device {
         Ok(())
     }
 
+    /// Returns the last `bytes` of consumed data to the pipe: the next
+    /// `recv` hands them out again.
+    pub fn unconsume(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
+        let mask = self.pipe_flits - 1;
+        let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
+        if bytes % FLIT != 0 {
+            return Err(FreeError::Unaligned(bytes));
+        }
+        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * FLIT;
+        if bytes > avail {
+            return Err(FreeError::MoreThanReceived {
+                asked: bytes,
+                available: avail,
+            });
+        }
+        p.consumed = p.consumed.wrapping_sub((bytes / FLIT) as u32) & mask;
+        Ok(())
+    }
+
+    /// Skips `bytes` of received data of an RX/TX pipe without sending them;
+    /// they are handed back to the NIC in order, after any sends before them
+    /// complete.
+    pub fn discard(&mut self, pipe: RxTxPipe, bytes: usize) -> Result<(), FreeError> {
+        let mask = self.pipe_flits - 1;
+        let pr = pipe.0;
+        let p = self.pipe_mut(pr).ok_or(FreeError::ForeignPipe)?;
+        if bytes % FLIT != 0 {
+            return Err(FreeError::Unaligned(bytes));
+        }
+        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * FLIT;
+        if bytes > avail {
+            return Err(FreeError::MoreThanReceived {
+                asked: bytes,
+                available: avail,
+            });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        let flits = (bytes / FLIT) as u32;
+        if p.sent == p.freed {
+            // Nothing in flight: free at once.
+            return self.free(pr, bytes);
+        }
+        // Behind sends in flight: an empty TX notification whose completion
+        // frees the skipped bytes keeps the frees in order.
+        let addr = p.off + p.sent as usize * FLIT;
+        p.sent = (p.sent + flits) & mask;
+        self.push_data(
+            addr,
+            0,
+            0,
+            TxRecord::RxTx {
+                pipe: pr.idx,
+                flits,
+            },
+        )?;
+        self.flush_tx()?;
+        Ok(())
+    }
+
     /// Hands `bytes` of received data back to the NIC (one head write).
     pub fn free(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let mask = self.pipe_flits - 1;

@@ -27,10 +27,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod app;
 pub mod batch;
 pub mod device;
 pub mod error;
 
+pub use app::{DriverStats, EnsoDriver, PacketHandler, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};
 pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
 pub use error::*;

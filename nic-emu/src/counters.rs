@@ -133,6 +133,8 @@ pub struct Stats {
     pub apps: Vec<AppStats>,
     /// Counters of pipes whose application has gone, kept so totals add up.
     pub detached_pipes: PipeCounters,
+    /// Counters of applications that have gone.
+    pub detached_apps: AppCounters,
     pub pcie: pcie_model::PcieCounters,
     /// Installed flow rules and fallback pipes.
     pub flow_rules: usize,
@@ -180,12 +182,29 @@ impl Stats {
 
     /// Sum over applications of an application counter.
     pub fn app_sum(&self, f: impl Fn(&AppCounters) -> u64) -> u64 {
-        self.apps.iter().map(|a| f(&a.counters)).sum()
+        self.apps.iter().map(|a| f(&a.counters)).sum::<u64>() + f(&self.detached_apps)
     }
 
     /// The counters of generator port `port`, if it has one.
     pub fn generator(&self, port: usize) -> Option<&GeneratorCounters> {
         self.ports.get(port)?.generator.as_ref()
+    }
+}
+
+impl AppCounters {
+    pub fn add(&mut self, o: &AppCounters) {
+        self.mmio_writes += o.mmio_writes;
+        self.rx_notifications += o.rx_notifications;
+        self.tx_notifications += o.tx_notifications;
+        self.tx_frames += o.tx_frames;
+        self.tx_bytes += o.tx_bytes;
+        self.config_notifications += o.config_notifications;
+        self.reject_foreign_register += o.reject_foreign_register;
+        self.reject_bad_register_value += o.reject_bad_register_value;
+        self.reject_bad_tx_notification += o.reject_bad_tx_notification;
+        self.reject_bad_tx_frame += o.reject_bad_tx_frame;
+        self.reject_bad_config += o.reject_bad_config;
+        self.notif_ring_full += o.notif_ring_full;
     }
 }
 

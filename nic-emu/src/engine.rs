@@ -235,6 +235,7 @@ struct Core {
     pipe_size: usize,
     ring_mask: u32,
     detached_pipes: PipeCounters,
+    detached_apps: AppCounters,
     pcie: PcieCounters,
     frames: u64,
     trace: Option<Vec<TraceEvent>>,
@@ -302,6 +303,7 @@ impl Engine {
             pipe_size: cfg.pipe_size,
             ring_mask: cfg.notif_ring_entries - 1,
             detached_pipes: PipeCounters::default(),
+            detached_apps: AppCounters::default(),
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
             trace: None,
@@ -416,6 +418,7 @@ impl Engine {
             return false;
         };
         let app = self.core.apps[slot].take().expect("slot found above");
+        self.core.detached_apps.add(&app.counters);
         let range = app.pipe_base as usize..(app.pipe_base + app.pipe_count) as usize;
         for p in range.clone() {
             let c = std::mem::take(&mut self.core.pipe_counters[p]);
@@ -533,6 +536,7 @@ impl Engine {
                 })
                 .collect(),
             detached_pipes: self.core.detached_pipes.clone(),
+            detached_apps: self.core.detached_apps.clone(),
             pcie: self.core.pcie.clone(),
             flow_rules: self.core.flows.len(),
             fallback_pipes: self.core.fallback.len(),

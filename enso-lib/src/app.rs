@@ -1,0 +1,187 @@
+//! One body of application logic, run on either interface.
+//!
+//! An application implements [`PacketHandler`]: it sees one received frame
+//! at a time, may change it in place, and says what to do with it. A driver
+//! feeds it from an interface: [`EnsoDriver`] from Ensō RX/TX pipes (frames
+//! are forwarded in place, zero copy); the packetized baseline has its own
+//! driver with the same contract.
+
+use crate::device::{Device, RxTxPipe};
+use crate::error::{DeviceError, FreeError, RecvError, SendError};
+
+/// What to do with a frame after handling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Send it back out (as modified in place).
+    Forward,
+    /// Processed; nothing to send.
+    Consume,
+    /// Invalid or unwanted; counted as a drop.
+    Drop,
+}
+
+/// Per-frame application logic, independent of the interface.
+pub trait PacketHandler {
+    /// Handles one received frame (Ethernet, without FCS).
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict;
+}
+
+impl<F: FnMut(&mut [u8]) -> Verdict> PacketHandler for F {
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
+        self(frame)
+    }
+}
+
+/// What a driver counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DriverStats {
+    pub frames: u64,
+    pub bytes: u64,
+    pub forwarded: u64,
+    pub consumed: u64,
+    pub dropped: u64,
+    pub batches: u64,
+}
+
+/// Why a driver stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Recv(#[from] RecvError),
+    #[error(transparent)]
+    Send(#[from] SendError),
+    #[error(transparent)]
+    Free(#[from] FreeError),
+    #[error("pipe bytes are not frames: {0}")]
+    Corrupt(nic_emu::wire::FrameError),
+}
+
+/// Runs a [`PacketHandler`] over RX/TX pipes: each batch is handled in
+/// place, runs of forwarded frames are sent back zero-copy, runs of
+/// consumed or dropped frames are handed back to the NIC.
+#[derive(Debug)]
+pub struct EnsoDriver {
+    pub dev: Device,
+    pub stats: DriverStats,
+}
+
+impl EnsoDriver {
+    pub fn new(dev: Device) -> Self {
+        Self {
+            dev,
+            stats: DriverStats::default(),
+        }
+    }
+
+    /// Allocates `n` RX/TX pipes that receive fallback traffic.
+    pub fn add_fallback_pipes(&mut self, n: u32) -> Result<Vec<RxTxPipe>, crate::AllocError> {
+        (0..n).map(|_| self.dev.alloc_rxtx_pipe(true)).collect()
+    }
+
+    /// Handles the frames of one pipe with data, if any. Returns the frames
+    /// handled.
+    pub fn poll<H: PacketHandler>(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        let Some(p) = self.dev.next_pipe_with_data()? else {
+            self.dev.reap_completions()?;
+            return Ok(0);
+        };
+        let Some(pipe) = self.dev.as_rxtx(p) else {
+            // An RX-only pipe: everything is consumed or dropped.
+            return self.poll_rx(p, h);
+        };
+        // Walk the batch once: runs of equal disposition, in order.
+        let mut runs = [(false, 0usize); 256];
+        let mut nruns = 0;
+        let (frames, total, err) = {
+            let mut b = self.dev.recv(pipe)?;
+            let total = b.len();
+            let mut frames = 0;
+            let mut it = b.packets_mut();
+            let mut at = 0usize;
+            let mut run_fwd = true;
+            let mut run_len = 0usize;
+            let base = it.base_addr();
+            for pkt in it.by_ref() {
+                if nruns + 1 >= runs.len() {
+                    // Too many alternations for one pass: the rest stays in
+                    // the pipe for the next poll.
+                    break;
+                }
+                let v = h.handle(pkt);
+                frames += 1;
+                self.stats.bytes += pkt.len() as u64;
+                let fwd = v == Verdict::Forward;
+                match v {
+                    Verdict::Forward => self.stats.forwarded += 1,
+                    Verdict::Consume => self.stats.consumed += 1,
+                    Verdict::Drop => self.stats.dropped += 1,
+                }
+                // Where this frame's flits end (padding and marker included).
+                let end = pkt.as_ptr() as usize + pkt.len() - base;
+                let end = end.next_multiple_of(nic_emu::wire::FLIT);
+                if fwd != run_fwd && run_len > 0 {
+                    runs[nruns] = (run_fwd, run_len);
+                    nruns += 1;
+                    run_len = 0;
+                }
+                run_fwd = fwd;
+                run_len += end - at;
+                at = end;
+            }
+            if run_len > 0 {
+                runs[nruns] = (run_fwd, run_len);
+                nruns += 1;
+            }
+            (frames, total, it.error())
+        };
+        if let Some(e) = err {
+            return Err(DriverError::Corrupt(e));
+        }
+        let handled: usize = runs[..nruns].iter().map(|r| r.1).sum();
+        if handled < total {
+            // Not handled this time: give it back to the consumed cursor.
+            self.dev.unconsume(pipe.rx(), total - handled)?;
+        }
+        for &(fwd, len) in &runs[..nruns] {
+            if fwd {
+                self.dev.send_and_free(pipe, len)?;
+            } else {
+                self.dev.discard(pipe, len)?;
+            }
+        }
+        self.stats.frames += frames as u64;
+        self.stats.batches += 1;
+        Ok(frames)
+    }
+
+    fn poll_rx<H: PacketHandler>(
+        &mut self,
+        p: crate::RxPipe,
+        h: &mut H,
+    ) -> Result<usize, DriverError> {
+        let (frames, len, err) = {
+            let mut b = self.dev.recv(p)?;
+            let len = b.len();
+            let mut it = b.packets_mut();
+            let mut frames = 0;
+            for pkt in it.by_ref() {
+                frames += 1;
+                self.stats.bytes += pkt.len() as u64;
+                match h.handle(pkt) {
+                    Verdict::Drop => self.stats.dropped += 1,
+                    _ => self.stats.consumed += 1,
+                }
+            }
+            (frames, len, it.error())
+        };
+        if let Some(e) = err {
+            return Err(DriverError::Corrupt(e));
+        }
+        self.dev.free(p, len)?;
+        self.stats.frames += frames as u64;
+        self.stats.batches += 1;
+        Ok(frames)
+    }
+}
