@@ -425,7 +425,10 @@ impl Device {
         Ok(off)
     }
 
-    fn alloc_pipe(&mut self, fallback: bool, rxtx: bool) -> Result<RxPipe, AllocError> {
+    fn alloc_pipe(&mut self, fallback: bool, rxtx: bool, port: u32) -> Result<RxPipe, AllocError> {
+        if port as usize >= self.info.ports {
+            return Err(AllocError::NoPort(port));
+        }
         let idx = self.pipes.len() as u32;
         if idx >= self.info.pipe_count.min(self.opts.pipes) {
             return Err(AllocError::NoPipes(self.info.pipe_count));
@@ -448,7 +451,8 @@ impl Device {
             dirty: false,
         });
         // Enable: head and tail start at zero; the high address half enables.
-        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), off as u32)?;
+        // The low 12 bits of the (page aligned) address name the port.
+        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), off as u32 | port)?;
         self.mmio_write(reg_addr(id, reg::RX_MEM_HIGH), (off >> 32) as u32)?;
         let p = RxPipe { dev: self.uid, idx };
         if fallback {
@@ -460,12 +464,26 @@ impl Device {
     /// Allocates an RX pipe; `fallback` makes it receive traffic that no
     /// flow rule matches.
     pub fn alloc_rx_pipe(&mut self, fallback: bool) -> Result<RxPipe, AllocError> {
-        self.alloc_pipe(fallback, false)
+        self.alloc_pipe(fallback, false, 0)
+    }
+
+    /// Allocates an RX pipe that receives from `port`.
+    pub fn alloc_rx_pipe_on(&mut self, port: u32, fallback: bool) -> Result<RxPipe, AllocError> {
+        self.alloc_pipe(fallback, false, port)
     }
 
     /// Allocates an RX/TX pipe (received bytes can be sent in place).
     pub fn alloc_rxtx_pipe(&mut self, fallback: bool) -> Result<RxTxPipe, AllocError> {
-        self.alloc_pipe(fallback, true).map(RxTxPipe)
+        self.alloc_pipe(fallback, true, 0).map(RxTxPipe)
+    }
+
+    /// Allocates an RX/TX pipe that receives from `port`.
+    pub fn alloc_rxtx_pipe_on(
+        &mut self,
+        port: u32,
+        fallback: bool,
+    ) -> Result<RxTxPipe, AllocError> {
+        self.alloc_pipe(fallback, true, port).map(RxTxPipe)
     }
 
     /// The RX/TX view of a pipe, if it was allocated as one.
@@ -495,17 +513,52 @@ impl Device {
         })
     }
 
-    /// Sends a configuration notification.
-    fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+    /// Sends a configuration notification (about `port` where that
+    /// matters).
+    fn config_on(&mut self, id: u32, args: [u64; 5], port: u32) -> Result<(), DeviceError> {
         let slot = self.tx_slot()?;
         let n = self.tx_notif(slot);
         n.config_id.store(id, Ordering::Relaxed);
+        n.port.store(port, Ordering::Relaxed);
         for (a, v) in n.args.iter().zip(args) {
             a.store(v, Ordering::Relaxed);
         }
         n.signal.store(signal::CONFIG, Ordering::Relaxed);
         self.tx_commit(slot, TxRecord::None);
         self.flush_tx()
+    }
+
+    fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+        self.config_on(id, args, 0)
+    }
+
+    /// Timestamping on `port`: with `Some(offset)`, frames sent on the port
+    /// carry their 32-bit send time (ns, CLOCK_MONOTONIC) at byte `offset`
+    /// (0..=60), and frames received on it carry the round-trip time (ns)
+    /// there instead. `None` turns it off.
+    pub fn set_timestamping(&mut self, port: u32, offset: Option<u8>) -> Result<(), ConfigError> {
+        if port as usize >= self.info.ports || offset.is_some_and(|o| o > 60) {
+            return Err(ConfigError::BadValue);
+        }
+        let args = [offset.is_some() as u64, offset.unwrap_or(0) as u64, 0, 0, 0];
+        self.config_on(config::TIMESTAMP, args, port)?;
+        Ok(())
+    }
+
+    /// Rate limit of what is sent on `port`: bursts of `num` flits every
+    /// `den` cycles of the NIC's 200 MHz clock (the real NIC's limiter; 64 B
+    /// line rate at 100 Gb/s is 744/1000). `None` removes the limit.
+    pub fn set_rate_limit(
+        &mut self,
+        port: u32,
+        limit: Option<(u32, u32)>,
+    ) -> Result<(), ConfigError> {
+        if port as usize >= self.info.ports || limit.is_some_and(|(n, d)| n == 0 || d == 0) {
+            return Err(ConfigError::BadValue);
+        }
+        let (n, d) = limit.unwrap_or((0, 0));
+        self.config_on(config::RATE_LIMIT, [n as u64, d as u64, 0, 0, 0], port)?;
+        Ok(())
     }
 
     /// Steers traffic matching `rule` to `pipe`.
@@ -558,6 +611,11 @@ impl Device {
     /// Returns the number of RX notifications.
     pub fn poll(&mut self) -> Result<usize, DeviceError> {
         self.stats.notification_polls += 1;
+        let now = if self.stamp {
+            nic_emu::monotonic_ns()
+        } else {
+            0
+        };
         let mut n = 0;
         while n < NOTIF_BATCH {
             let slot = self.rx_notif(self.rx_head);
@@ -565,6 +623,9 @@ impl Device {
             // `signal`; the pipe bytes up to `tail` are visible after it.
             if slot.signal.load(Ordering::Acquire) != signal::DATA {
                 break;
+            }
+            if self.stamp && slot.visible_ns.load(Ordering::Relaxed) > now {
+                break; // still crossing the emulated interconnect
             }
             let pid = slot.pipe_id.load(Ordering::Relaxed);
             let tail = slot.tail.load(Ordering::Relaxed);
@@ -874,12 +935,21 @@ impl Device {
     pub fn reap_completions(&mut self) -> Result<usize, DeviceError> {
         let mut n = 0;
         let mask = self.pipe_flits - 1;
+        let now = if self.stamp && self.tx_inflight > 0 {
+            nic_emu::monotonic_ns()
+        } else {
+            0
+        };
         while self.tx_inflight > 0 {
             let slot = self.tx_done;
+            let tn = self.tx_notif(slot);
             // SYNC POINT D (Acquire): pairs with the NIC's Release store of
             // `signal = EMPTY`; it has finished reading the data.
-            if self.tx_notif(slot).signal.load(Ordering::Acquire) != signal::EMPTY {
+            if tn.signal.load(Ordering::Acquire) != signal::EMPTY {
                 break;
+            }
+            if self.stamp && tn.args[layout::TX_VISIBLE_ARG].load(Ordering::Relaxed) > now {
+                break; // the completion is still on its way
             }
             match std::mem::take(&mut self.tx_records[slot as usize]) {
                 TxRecord::None => {}

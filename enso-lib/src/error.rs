@@ -24,6 +24,9 @@ pub enum AllocError {
     /// Every pipe id reserved at attach time is in use.
     #[error("no free pipe (attached with {0} pipes)")]
     NoPipes(u32),
+    /// The device has no such port.
+    #[error("no port {0}")]
+    NoPort(u32),
     /// The DMA region has no room left.
     #[error("DMA region exhausted")]
     NoMemory,
@@ -91,6 +94,9 @@ pub enum RecvError {
 pub enum ConfigError {
     #[error("the pipe belongs to another device")]
     ForeignPipe,
+    /// A port, offset or rate out of range.
+    #[error("value out of range")]
+    BadValue,
     #[error(transparent)]
     Device(#[from] DeviceError),
 }

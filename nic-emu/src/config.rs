@@ -144,8 +144,13 @@ pub enum WireConfig {
     Null,
     /// Frames sent on the port come back into it.
     Loopback,
-    /// A cable to another port of the same device.
-    Cable { peer: usize },
+    /// A cable to another port of the same device (or to itself: a
+    /// loopback), with a propagation delay.
+    Cable {
+        peer: usize,
+        #[serde(default)]
+        delay_ns: u64,
+    },
     /// The built-in traffic generator and sink.
     Generator(GeneratorConfig),
 }
@@ -209,7 +214,7 @@ impl DeviceConfig {
         }
         for (i, w) in self.ports.iter().enumerate() {
             match w {
-                WireConfig::Cable { peer } if *peer >= self.ports.len() => {
+                WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {
                     return Err(format!("port {i}: cable to missing port {peer}"))
                 }
                 WireConfig::Generator(g) => {

@@ -78,6 +78,8 @@ struct PipeState {
     /// Offset of the buffer in the owner's region; 0 = disabled.
     base: usize,
     owner: u32,
+    /// The port it receives from.
+    port: u16,
     head: u32,
     tail: u32,
     outstanding: bool,
@@ -229,7 +231,14 @@ struct Core {
     pipe_counters: Vec<PipeCounters>,
     apps: Vec<Option<App>>,
     flows: FlowTable,
-    fallback: Fallback,
+    /// Fallback pipes of each port.
+    fallback: Vec<Fallback>,
+    /// Per port: timestamp offset when timestamping is on.
+    ts_offset: Vec<Option<usize>>,
+    /// Per port: TX rate limiter.
+    limiter: Vec<Option<TokenBucket>>,
+    clock: Clock,
+    latency: u64,
     per_packet: bool,
     pipe_flits: u32,
     pipe_size: usize,
@@ -266,7 +275,6 @@ pub struct Engine {
     cfg: DeviceConfig,
     core: Core,
     ports: Vec<Port>,
-    clock: Clock,
     counters: EngineCounters,
     last_step_ns: u64,
     last_step_busy: bool,
@@ -297,7 +305,11 @@ impl Engine {
             pipe_counters: vec![PipeCounters::default(); layout::MAX_PIPES as usize],
             apps: Vec::new(),
             flows: FlowTable::default(),
-            fallback: Fallback::default(),
+            fallback: (0..cfg.ports.len()).map(|_| Fallback::default()).collect(),
+            ts_offset: vec![None; cfg.ports.len()],
+            limiter: vec![None; cfg.ports.len()],
+            clock: Clock::Monotonic,
+            latency: cfg.interconnect_latency_ns,
             per_packet: cfg.notification_mode.per_packet(),
             pipe_flits,
             pipe_size: cfg.pipe_size,
@@ -311,7 +323,6 @@ impl Engine {
         Ok(Self {
             core,
             ports,
-            clock: Clock::Monotonic,
             counters: EngineCounters::default(),
             last_step_ns: crate::monotonic_ns(),
             last_step_busy: false,
@@ -328,7 +339,7 @@ impl Engine {
     }
 
     pub fn set_clock(&mut self, clock: Clock) {
-        self.clock = clock;
+        self.core.clock = clock;
     }
 
     /// Attaches an application: reserves pipe ids and a notification buffer
@@ -427,7 +438,9 @@ impl Engine {
         }
         let owned = |p: u32| range.contains(&(p as usize));
         self.core.flows.retain(owned);
-        self.core.fallback.retain(|p| !owned(p));
+        for f in &mut self.core.fallback {
+            f.retain(|p| !owned(p));
+        }
         self.pipe_used[range].fill(false);
         self.nbuf_used[app.nbuf_id as usize] = false;
         let _ = std::fs::remove_file(&app.dma_path);
@@ -447,7 +460,7 @@ impl Engine {
             self.counters.busy_ns += t.saturating_sub(self.last_step_ns);
         }
         self.last_step_ns = t;
-        let now = match &self.clock {
+        let now = match &self.core.clock {
             Clock::Monotonic => t,
             c => c.now_ns(),
         };
@@ -455,8 +468,8 @@ impl Engine {
         let Self { core, ports, .. } = self;
         for slot in 0..core.apps.len() {
             if core.apps[slot].is_some() {
-                work += core.drain_mmio(slot, now, self.cfg.interconnect_latency_ns);
-                work += core.process_tx(slot, ports);
+                work += core.drain_mmio(slot, now);
+                work += core.process_tx(slot, ports, now);
             }
         }
         for i in 0..ports.len() {
@@ -464,8 +477,10 @@ impl Engine {
             if let Some(fifo) = p.inbound.as_mut() {
                 let mut n = 0;
                 while n < RX_BUDGET {
-                    let Some(f) = fifo.front() else { break };
-                    core.deliver(&mut p.counters, f);
+                    let Some(f) = fifo.front_ready(now) else {
+                        break;
+                    };
+                    core.deliver(i, &mut p.counters, f);
                     fifo.pop();
                     n += 1;
                 }
@@ -473,7 +488,7 @@ impl Engine {
             }
             if let Wire::Generator(g) = &mut p.wire {
                 let counters = &mut p.counters;
-                work += g.emit(now, |f| core.deliver(counters, f));
+                work += g.emit(now, |f| core.deliver(i, counters, f));
             }
         }
         self.counters.steps += 1;
@@ -539,7 +554,7 @@ impl Engine {
             detached_apps: self.core.detached_apps.clone(),
             pcie: self.core.pcie.clone(),
             flow_rules: self.core.flows.len(),
-            fallback_pipes: self.core.fallback.len(),
+            fallback_pipes: self.core.fallback.iter().map(Fallback::len).sum(),
         }
     }
 
@@ -608,11 +623,51 @@ fn first_free_run(used: &[bool], n: usize) -> Option<usize> {
     None
 }
 
+/// The NIC's TX rate limiter: bursts of `num` flits every `den` cycles of a
+/// 200 MHz clock, as a token bucket in flits. The engine works in steps of a
+/// few microseconds, so the bucket holds up to 10 us of tokens (or one burst,
+/// if larger): bursts are bounded by that, and the long-run rate is exact.
+#[derive(Debug, Clone, Copy)]
+struct TokenBucket {
+    /// Flits per ns.
+    rate: f64,
+    depth: f64,
+    tokens: f64,
+    last_ns: u64,
+}
+
+impl TokenBucket {
+    fn new(num: u64, den: u64, now: u64) -> Self {
+        let rate = num as f64 / (den as f64 * 5.0);
+        Self {
+            rate,
+            depth: (num as f64).max(rate * 10_000.0),
+            tokens: num as f64,
+            last_ns: now,
+        }
+    }
+    /// Adds the tokens earned since the last refill; true if any are left.
+    #[inline]
+    fn refill(&mut self, now: u64) -> bool {
+        if now > self.last_ns {
+            self.tokens = (self.tokens + (now - self.last_ns) as f64 * self.rate).min(self.depth);
+            self.last_ns = now;
+        }
+        self.tokens > 0.0
+    }
+    /// Spends `flits` (a frame may overdraw); true if any are left.
+    #[inline]
+    fn take(&mut self, flits: u64) -> bool {
+        self.tokens -= flits as f64;
+        self.tokens > 0.0
+    }
+}
+
 impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
     /// its pipe, or count why not.
     #[inline]
-    fn deliver(&mut self, pc: &mut PortCounters, frame: &[u8]) {
+    fn deliver(&mut self, port: usize, pc: &mut PortCounters, frame: &[u8]) {
         pc.rx_frames += 1;
         pc.rx_bytes += frame.len() as u64;
         let (place, key) = match wire::classify(frame) {
@@ -626,7 +681,8 @@ impl Core {
                 return;
             }
         };
-        let Some(pid) = steering::steer(&self.flows, &mut self.fallback, &key) else {
+        let Some(pid) = steering::steer(&self.flows, &mut self.fallback[port], port as u16, &key)
+        else {
             pc.drop_no_match += 1;
             return;
         };
@@ -683,6 +739,20 @@ impl Core {
                 (data.len() - first).next_multiple_of(FLIT) as u64,
             );
         }
+        if let Some(off) = self.ts_offset[port] {
+            if off + 4 <= place.len {
+                // Replace the send time with the round-trip time.
+                let sent = u32::from_le_bytes(frame[off..off + 4].try_into().expect("4 bytes"));
+                let rtt = (self.clock.now_ns() as u32).wrapping_sub(sent);
+                let at = (pos + off) % self.pipe_size;
+                let b = rtt.to_le_bytes();
+                let first = 4.min(self.pipe_size - at);
+                app.write(pipe.base + at, &b[..first]);
+                if first < 4 {
+                    app.write(pipe.base, &b[first..]);
+                }
+            }
+        }
         pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
         pcs.rx_frames += 1;
         pcs.rx_bytes += place.len as u64;
@@ -691,7 +761,19 @@ impl Core {
             t.push(TraceEvent::Frame { pipe: pid as u32 });
         }
         if notify {
-            push_rx_notif(app, &mut self.pcie, self.ring_mask, pid as u32, pipe.tail);
+            let vis = if self.latency > 0 {
+                self.clock.now_ns() + self.latency
+            } else {
+                0
+            };
+            push_rx_notif(
+                app,
+                &mut self.pcie,
+                self.ring_mask,
+                pid as u32,
+                pipe.tail,
+                vis,
+            );
             pipe.outstanding = true;
             pcs.notifications += 1;
             if let Some(t) = self.trace.as_mut() {
@@ -704,7 +786,8 @@ impl Core {
     }
 
     /// Applies posted register writes of application `slot`, in order.
-    fn drain_mmio(&mut self, slot: usize, now: u64, latency: u64) -> usize {
+    fn drain_mmio(&mut self, slot: usize, now: u64) -> usize {
+        let latency = self.latency;
         let app = self.apps[slot].as_mut().expect("caller checked");
         let q = app.mmio_queue();
         // SYNC POINT A (Acquire): pairs with software's Release store of
@@ -824,19 +907,27 @@ impl Core {
     fn pipe_enable(&mut self, slot: usize, pid: u32, high: u32) {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let p = &mut self.pipes[pid as usize];
-        let off = (high as usize) << 32 | p.pending_low as usize;
+        let port = (p.pending_low & layout::PIPE_PORT_MASK) as usize;
+        let off = (high as usize) << 32 | (p.pending_low & !layout::PIPE_PORT_MASK) as usize;
         if off == 0 {
             p.base = 0;
             p.outstanding = false;
             self.flows.retain(|x| x == pid);
-            self.fallback.remove(pid);
+            for f in &mut self.fallback {
+                f.remove(pid);
+            }
             return;
         }
-        if off % layout::PAGE != 0 || !app.in_region(off, self.pipe_size) {
+        if !app.in_region(off, self.pipe_size) || port >= self.fallback.len() {
             app.counters.reject_bad_register_value += 1;
             return;
         }
-        (p.base, p.head, p.tail, p.outstanding) = (off, 0, 0, false);
+        if p.base != 0 && p.port as usize != port {
+            // Moving to another port: its old port's steering forgets it.
+            self.flows.retain(|x| x == pid);
+            self.fallback[p.port as usize].remove(pid);
+        }
+        (p.base, p.head, p.tail, p.outstanding, p.port) = (off, 0, 0, false, port as u16);
     }
 
     /// Software handed pipe bytes back (or rewrote the head to prefetch).
@@ -856,6 +947,11 @@ impl Core {
             app.counters.reject_bad_register_value += 1;
             return;
         }
+        let vis = if self.latency > 0 {
+            self.clock.now_ns() + self.latency
+        } else {
+            0
+        };
         let pc = &mut self.pipe_counters[pid as usize];
         pc.head_writes += 1;
         if let Some(t) = self.trace.as_mut() {
@@ -870,7 +966,7 @@ impl Core {
         }
         if head == p.tail {
             p.outstanding = false;
-        } else if push_rx_notif(app, &mut self.pcie, self.ring_mask, pid, p.tail) {
+        } else if push_rx_notif(app, &mut self.pcie, self.ring_mask, pid, p.tail, vis) {
             // Reactive rule: data is still pending, so tell software now.
             p.outstanding = true;
             pc.notifications += 1;
@@ -888,7 +984,7 @@ impl Core {
 
     /// The TX path of application `slot`: read TX notifications, transmit the
     /// frames in their data, complete them.
-    fn process_tx(&mut self, slot: usize, ports: &mut [Port]) -> usize {
+    fn process_tx(&mut self, slot: usize, ports: &mut [Port], now: u64) -> usize {
         let mut frames = 0;
         let mut rounds = 0;
         while frames < TX_BUDGET && rounds < TX_BUDGET {
@@ -936,8 +1032,9 @@ impl Core {
                                     n.args[i].load(Ordering::Relaxed)
                                 }),
                             );
+                            let port = n.port.load(Ordering::Relaxed) as usize;
                             app.counters.config_notifications += 1;
-                            self.apply_config(slot, id, args);
+                            self.apply_config(slot, id, args, port, now);
                             self.complete_tx(slot);
                             continue;
                         }
@@ -949,7 +1046,12 @@ impl Core {
                     }
                 }
             };
-            frames += self.transmit_some(slot, cur, ports, TX_BUDGET - frames);
+            if let Some(tb) = self.limiter[cur.port].as_mut() {
+                if !tb.refill(now) {
+                    break; // the port's rate limit is used up for now
+                }
+            }
+            frames += self.transmit_some(slot, cur, ports, TX_BUDGET - frames, now);
         }
         frames
     }
@@ -961,6 +1063,7 @@ impl Core {
         mut c: TxCursor,
         ports: &mut [Port],
         budget: usize,
+        step_now: u64,
     ) -> usize {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let mut sent = 0;
@@ -1011,8 +1114,18 @@ impl Core {
                 c.off += k;
             }
             if asm.fill >= asm.need {
+                let len = asm.need - asm.start;
+                let mut now = step_now;
+                if let Some(off) = self.ts_offset[c.port] {
+                    // The send time of this very frame, not of the step.
+                    now = self.clock.now_ns();
+                    if off + 4 <= len {
+                        let stamp = (now as u32).to_le_bytes();
+                        asm.buf[asm.start + off..asm.start + off + 4].copy_from_slice(&stamp);
+                    }
+                }
                 let frame = &asm.buf[asm.start..asm.need];
-                port::transmit(ports, c.port, frame);
+                port::transmit(ports, c.port, frame, now);
                 app.counters.tx_frames += 1;
                 app.counters.tx_bytes += frame.len() as u64;
                 let total = FLIT * wire::flits(asm.need - asm.start) + asm.start;
@@ -1021,6 +1134,11 @@ impl Core {
                 asm.need = 0;
                 asm.start = 0;
                 sent += 1;
+                if let Some(tb) = self.limiter[c.port].as_mut() {
+                    if !tb.take(wire::flits(len) as u64) {
+                        break;
+                    }
+                }
             }
         }
         self.frames += sent as u64;
@@ -1040,6 +1158,10 @@ impl Core {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let ring = app.nb.tx_ring;
         let i = app.nb.tx_head;
+        if self.latency > 0 {
+            let vis = self.clock.now_ns() + self.latency;
+            app.tx_notif(ring, i).args[layout::TX_VISIBLE_ARG].store(vis, Ordering::Relaxed);
+        }
         // SYNC POINT D (Release): pairs with software's Acquire load of
         // `signal` when it reclaims completions; the NIC no longer reads the
         // data once software sees EMPTY.
@@ -1054,7 +1176,7 @@ impl Core {
         app.nb.tx_head = (i + 1) & self.ring_mask;
     }
 
-    fn apply_config(&mut self, slot: usize, id: u32, a: [u64; 5]) {
+    fn apply_config(&mut self, slot: usize, id: u32, a: [u64; 5], port: usize, now: u64) {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let pipe_ok = |pipes: &[PipeState], p: u64| {
             p < u32::MAX as u64 && app.owns_pipe(p as u32) && pipes[p as usize].base != 0
@@ -1070,18 +1192,21 @@ impl Core {
                 };
                 if !pipe_ok(&self.pipes, a[2]) {
                     app.counters.reject_bad_config += 1;
-                } else if id == config::FLOW_BIND {
+                    return;
+                }
+                let pport = self.pipes[a[2] as usize].port;
+                if id == config::FLOW_BIND {
                     // A rule another application owns is not replaced.
-                    let theirs = self.flows.get(&t).is_some_and(|p| !app.owns_pipe(p));
-                    if theirs || self.flows.bind(&t, a[2] as u32).is_err() {
+                    let theirs = self.flows.get(pport, &t).is_some_and(|p| !app.owns_pipe(p));
+                    if theirs || self.flows.bind(pport, &t, a[2] as u32).is_err() {
                         app.counters.reject_bad_config += 1;
                     }
                 } else {
                     // Only remove a rule that points to one of its own pipes.
-                    match self.flows.unbind(&t) {
+                    match self.flows.unbind(pport, &t) {
                         Some(p) if app.owns_pipe(p) => {}
                         Some(p) => {
-                            let _ = self.flows.bind(&t, p);
+                            let _ = self.flows.bind(pport, &t, p);
                             app.counters.reject_bad_config += 1;
                         }
                         None => app.counters.reject_bad_config += 1,
@@ -1093,18 +1218,32 @@ impl Core {
                     app.counters.reject_bad_config += 1;
                     return;
                 }
+                let f = &mut self.fallback[self.pipes[a[1] as usize].port as usize];
                 match a[0] {
-                    config::FALLBACK_ADD => self.fallback.add(a[1] as u32),
-                    config::FALLBACK_REMOVE => self.fallback.remove(a[1] as u32),
+                    config::FALLBACK_ADD => f.add(a[1] as u32),
+                    config::FALLBACK_REMOVE => f.remove(a[1] as u32),
                     _ => {
                         app.counters.reject_bad_config += 1;
                         return;
                     }
                 }
-                self.fallback.set_round_robin(a[2] == 1);
+                f.set_round_robin(a[2] == 1);
             }
-            // Timestamping and rate limiting are not implemented yet; refusing
-            // them is counted so it cannot go unnoticed.
+            config::TIMESTAMP if port < self.ts_offset.len() && (a[0] == 0 || a[1] <= 60) => {
+                self.ts_offset[port] = (a[0] != 0).then_some(a[1] as usize);
+            }
+            config::RATE_LIMIT if port < self.limiter.len() => {
+                self.limiter[port] = match (a[0], a[1]) {
+                    (0, _) | (_, 0) => None,
+                    (num, den) if num <= u32::MAX as u64 && den <= u32::MAX as u64 => {
+                        Some(TokenBucket::new(num, den, now))
+                    }
+                    _ => {
+                        app.counters.reject_bad_config += 1;
+                        return;
+                    }
+                };
+            }
             _ => app.counters.reject_bad_config += 1,
         }
     }
@@ -1120,7 +1259,14 @@ fn read_region(region: &MmapRaw, off: usize, dst: &mut [u8]) {
 
 /// Writes an RX notification; false if the ring is full or disabled.
 #[inline]
-fn push_rx_notif(app: &mut App, pcie: &mut PcieCounters, mask: u32, pipe: u32, tail: u32) -> bool {
+fn push_rx_notif(
+    app: &mut App,
+    pcie: &mut PcieCounters,
+    mask: u32,
+    pipe: u32,
+    tail: u32,
+    visible_ns: u64,
+) -> bool {
     let nb = &app.nb;
     if nb.rx_ring == 0 || (nb.rx_tail + 1) & mask == nb.rx_head {
         return false;
@@ -1129,6 +1275,7 @@ fn push_rx_notif(app: &mut App, pcie: &mut PcieCounters, mask: u32, pipe: u32, t
     let n = app.rx_notif(ring, i);
     n.pipe_id.store(pipe, Ordering::Relaxed);
     n.tail.store(tail, Ordering::Relaxed);
+    n.visible_ns.store(visible_ns, Ordering::Relaxed);
     // SYNC POINT C (Release): pairs with software's Acquire load of `signal`;
     // the frame bytes up to `tail` and the fields above are visible to it.
     n.signal.store(signal::DATA, Ordering::Release);

@@ -164,13 +164,19 @@ pub struct RxNotification {
     pub pipe_id: AtomicU32,
     pub tail: AtomicU32,
     _reserved: u32,
-    _pad: [u64; 6],
+    /// CLOCK_MONOTONIC ns at which the notification reaches software (0
+    /// unless the device emulates interconnect latency; software treats a
+    /// notification from the future as not yet arrived).
+    pub visible_ns: AtomicU64,
+    _pad: [u64; 5],
 }
 const _: () = assert!(size_of::<RxNotification>() == 64);
 
 /// A TX notification: data to send (`signal = DATA`), or a configuration
 /// request (`signal = CONFIG`, `config_id` and `args`). The NIC completes it
-/// by storing `signal = EMPTY`.
+/// by storing `signal = EMPTY`; with emulated interconnect latency it first
+/// stores in `args[4]` the time (CLOCK_MONOTONIC ns) at which software may see
+/// the completion.
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
 pub struct TxNotification {
@@ -186,6 +192,13 @@ pub struct TxNotification {
 }
 const _: () = assert!(size_of::<TxNotification>() == 64);
 
+/// Index in `TxNotification::args` of the completion's visibility time.
+pub const TX_VISIBLE_ARG: usize = 4;
+
+/// A pipe's buffer offset is page aligned; the low 12 bits of the
+/// `rx_mem_low` register carry the port the pipe receives from.
+pub const PIPE_PORT_MASK: u32 = 0xfff;
+
 /// Largest TX notification length (1 MiB, as on the real NIC).
 pub const MAX_TX_LEN: u32 = 1 << 20;
 
@@ -194,9 +207,13 @@ pub mod config {
     /// Bind a flow to a pipe: args[0] = dst_ip << 32 | src_ip,
     /// args[1] = dst_port << 32 | src_port << 16 | protocol, args[2] = pipe id.
     pub const FLOW_BIND: u32 = 1;
-    /// Timestamping: args[0] = enable, args[1] = byte offset (0..=60).
+    /// Timestamping of the notification's `port`: args[0] = enable,
+    /// args[1] = byte offset (0..=60). Frames sent on the port carry the
+    /// 32-bit send time (ns) there; frames received on it get the round-trip
+    /// time (ns) written there instead.
     pub const TIMESTAMP: u32 = 2;
-    /// Rate limit of `port`: args[0] = num flits, args[1] = den cycles (200 MHz).
+    /// Rate limit of the notification's `port`: args[0] = num flits every
+    /// args[1] = den cycles of the 200 MHz clock (0/0: no limit).
     pub const RATE_LIMIT: u32 = 3;
     /// Fallback pipes: args[0] = op (1 add, 2 remove), args[1] = pipe id,
     /// args[2] = policy (0 hash, 1 round robin).

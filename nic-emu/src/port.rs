@@ -14,6 +14,8 @@ pub const WIRE_FIFO_FRAMES: usize = 4096;
 pub struct FrameFifo {
     slots: Box<[u8]>,
     lens: Box<[u16]>,
+    /// When each frame reaches the far end (delay lines).
+    ready_at: Box<[u64]>,
     head: usize,
     len: usize,
 }
@@ -23,6 +25,7 @@ impl FrameFifo {
         Self {
             slots: vec![0u8; frames * MAX_FRAME].into_boxed_slice(),
             lens: vec![0u16; frames].into_boxed_slice(),
+            ready_at: vec![0u64; frames].into_boxed_slice(),
             head: 0,
             len: 0,
         }
@@ -35,6 +38,11 @@ impl FrameFifo {
     }
     /// Appends a frame; false if full (or the frame is too large).
     pub fn push(&mut self, frame: &[u8]) -> bool {
+        self.push_at(frame, 0)
+    }
+
+    /// Appends a frame that may leave at `ready_at` (ns) or later.
+    pub fn push_at(&mut self, frame: &[u8], ready_at: u64) -> bool {
         let cap = self.lens.len();
         if self.len == cap || frame.len() > MAX_FRAME {
             return false;
@@ -42,8 +50,18 @@ impl FrameFifo {
         let i = (self.head + self.len) % cap;
         self.slots[i * MAX_FRAME..i * MAX_FRAME + frame.len()].copy_from_slice(frame);
         self.lens[i] = frame.len() as u16;
+        self.ready_at[i] = ready_at;
         self.len += 1;
         true
+    }
+
+    /// The oldest frame, if it may leave at `now`.
+    #[inline]
+    pub fn front_ready(&self, now: u64) -> Option<&[u8]> {
+        if self.len > 0 && self.ready_at[self.head] > now {
+            return None;
+        }
+        self.front()
     }
     /// The oldest frame.
     pub fn front(&self) -> Option<&[u8]> {
@@ -265,7 +283,8 @@ fn patch_seq(frame: &mut [u8], kind: FrameKind, seq: u64) {
 pub enum Wire {
     Null,
     Loopback,
-    Cable(usize),
+    /// Peer port and propagation delay (ns).
+    Cable(usize, u64),
     Generator(Box<Generator>),
 }
 
@@ -282,13 +301,13 @@ impl Port {
     pub fn new(cfg: &WireConfig, all: &[WireConfig], me: usize) -> Self {
         let fed = all.iter().enumerate().any(|(i, w)| match w {
             WireConfig::Loopback => i == me,
-            WireConfig::Cable { peer } => *peer == me,
+            WireConfig::Cable { peer, .. } => *peer == me,
             _ => false,
         });
         let wire = match cfg {
             WireConfig::Null => Wire::Null,
             WireConfig::Loopback => Wire::Loopback,
-            WireConfig::Cable { peer } => Wire::Cable(*peer),
+            WireConfig::Cable { peer, delay_ns } => Wire::Cable(*peer, *delay_ns),
             WireConfig::Generator(g) => Wire::Generator(Box::new(Generator::new(g.clone()))),
         };
         Self {
@@ -302,7 +321,8 @@ impl Port {
         match &self.wire {
             Wire::Null => "null".into(),
             Wire::Loopback => "loopback".into(),
-            Wire::Cable(p) => format!("cable:{p}"),
+            Wire::Cable(p, 0) => format!("cable:{p}"),
+            Wire::Cable(p, d) => format!("cable:{p}:delay={d}"),
             Wire::Generator(_) => "generator".into(),
         }
     }
@@ -315,9 +335,9 @@ impl Port {
     }
 }
 
-/// Sends `frame` out of port `from`.
+/// Sends `frame` out of port `from` at time `now` (ns).
 #[inline]
-pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8]) {
+pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
     let p = &mut ports[from];
     p.counters.tx_frames += 1;
     p.counters.tx_bytes += frame.len() as u64;
@@ -330,11 +350,14 @@ pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8]) {
             g.on_return(frame);
             return;
         }
-        Wire::Loopback => from,
-        Wire::Cable(peer) => *peer,
+        Wire::Loopback => (from, 0),
+        Wire::Cable(peer, delay) => (*peer, *delay),
     };
-    let d = &mut ports[dst];
-    let ok = d.inbound.as_mut().is_some_and(|f| f.push(frame));
+    let d = &mut ports[dst.0];
+    let ok = d
+        .inbound
+        .as_mut()
+        .is_some_and(|f| f.push_at(frame, now + dst.1));
     if !ok {
         d.counters.drop_wire_fifo_full += 1;
     }

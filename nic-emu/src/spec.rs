@@ -1,6 +1,6 @@
 //! Text forms of port wiring, for command lines:
 //!
-//! - `null`, `loopback`, `cable:<port>`
+//! - `null`, `loopback`, `cable:<port>[:delay=<ns>]`
 //! - `generator[:key=value,...]` with keys `size` (`64`, `64-1518`,
 //!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
@@ -48,11 +48,18 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
     match kind {
         "null" if rest.is_empty() => Ok(WireConfig::Null),
         "loopback" if rest.is_empty() => Ok(WireConfig::Loopback),
-        "cable" => Ok(WireConfig::Cable {
-            peer: rest
+        "cable" => {
+            let (peer, opt) = rest.split_once(':').unwrap_or((rest, ""));
+            let peer = peer
                 .parse()
-                .map_err(|_| format!("cable needs a port number, got '{rest}'"))?,
-        }),
+                .map_err(|_| format!("cable needs a port number, got '{peer}'"))?;
+            let delay_ns = match opt.split_once('=') {
+                None if opt.is_empty() => 0,
+                Some(("delay", v)) => num("delay", v)?,
+                _ => return Err(format!("unknown cable option '{opt}' (delay=NS)")),
+            };
+            Ok(WireConfig::Cable { peer, delay_ns })
+        }
         "generator" | "gen" => {
             let mut g = GeneratorConfig::default();
             for kv in rest.split(',').filter(|x| !x.is_empty()) {
@@ -103,7 +110,20 @@ mod tests {
     #[test]
     fn parses_wires_and_rejects_nonsense() {
         assert_eq!(parse_wire("loopback"), Ok(WireConfig::Loopback));
-        assert_eq!(parse_wire("cable:1"), Ok(WireConfig::Cable { peer: 1 }));
+        assert_eq!(
+            parse_wire("cable:1"),
+            Ok(WireConfig::Cable {
+                peer: 1,
+                delay_ns: 0
+            })
+        );
+        assert_eq!(
+            parse_wire("cable:0:delay=500"),
+            Ok(WireConfig::Cable {
+                peer: 0,
+                delay_ns: 500
+            })
+        );
         let WireConfig::Generator(g) =
             parse_wire("generator:size=64-1518,flows=8,pps=1e6,kinds=ipv4/raw").unwrap()
         else {

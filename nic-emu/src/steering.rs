@@ -5,6 +5,10 @@
 //! destination IP and port; other protocols on destination IP alone.
 //! Frames that match no rule go to a fallback pipe chosen by hash or round
 //! robin, or are dropped and counted when there is none.
+//!
+//! Each port steers separately (a pipe receives from one port): rules are
+//! keyed by port, and every port has its own fallback pipes. A device with
+//! several ports thus behaves like several NICs.
 
 use crate::wire::{hash_tuple, FiveTuple, SteerKey, PROTO_TCP, PROTO_UDP};
 
@@ -21,6 +25,7 @@ pub enum BindError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Slot {
     key: FiveTuple,
+    port: u16,
     /// Target pipe + 1; 0 marks an empty slot.
     target: u32,
 }
@@ -83,6 +88,11 @@ fn frame_key(t: &FiveTuple, syn: bool) -> FiveTuple {
     }
 }
 
+#[inline]
+fn slot_hash(key: &FiveTuple, port: u16) -> usize {
+    (hash_tuple(key) ^ (port as u32).wrapping_mul(0x9e37_79b9)) as usize
+}
+
 impl FlowTable {
     const MASK: usize = FLOW_TABLE_SIZE - 1;
 
@@ -95,9 +105,9 @@ impl FlowTable {
     }
 
     /// Installs or replaces the rule for `rule` (as given by an application).
-    pub fn bind(&mut self, rule: &FiveTuple, pipe: u32) -> Result<(), BindError> {
+    pub fn bind(&mut self, port: u16, rule: &FiveTuple, pipe: u32) -> Result<(), BindError> {
         let key = rule_key(rule);
-        let mut i = hash_tuple(&key) as usize & Self::MASK;
+        let mut i = slot_hash(&key, port) & Self::MASK;
         loop {
             let s = &mut self.slots[i];
             if s.target == 0 {
@@ -107,12 +117,13 @@ impl FlowTable {
                 }
                 *s = Slot {
                     key,
+                    port,
                     target: pipe + 1,
                 };
                 self.len += 1;
                 return Ok(());
             }
-            if s.key == key {
+            if s.key == key && s.port == port {
                 s.target = pipe + 1;
                 return Ok(());
             }
@@ -121,20 +132,20 @@ impl FlowTable {
     }
 
     /// The pipe the rule for `rule` points to, if there is one.
-    pub fn get(&self, rule: &FiveTuple) -> Option<u32> {
-        self.lookup_key(&rule_key(rule))
+    pub fn get(&self, port: u16, rule: &FiveTuple) -> Option<u32> {
+        self.lookup_key(port, &rule_key(rule))
     }
 
     /// Removes the rule for `rule`; returns the pipe it pointed to.
-    pub fn unbind(&mut self, rule: &FiveTuple) -> Option<u32> {
+    pub fn unbind(&mut self, port: u16, rule: &FiveTuple) -> Option<u32> {
         let key = rule_key(rule);
-        let mut i = hash_tuple(&key) as usize & Self::MASK;
+        let mut i = slot_hash(&key, port) & Self::MASK;
         loop {
             let s = self.slots[i];
             if s.target == 0 {
                 return None;
             }
-            if s.key == key {
+            if s.key == key && s.port == port {
                 self.remove_at(i);
                 return Some(s.target - 1);
             }
@@ -152,7 +163,7 @@ impl FlowTable {
             if s.target == 0 {
                 return;
             }
-            let home = hash_tuple(&s.key) as usize & Self::MASK;
+            let home = slot_hash(&s.key, s.port) & Self::MASK;
             // Move `s` into the hole if its home is not in (hole, j].
             let dist_home = j.wrapping_sub(home) & Self::MASK;
             let dist_hole = j.wrapping_sub(hole) & Self::MASK;
@@ -179,14 +190,14 @@ impl FlowTable {
     }
 
     #[inline]
-    fn lookup_key(&self, key: &FiveTuple) -> Option<u32> {
-        let mut i = hash_tuple(key) as usize & Self::MASK;
+    fn lookup_key(&self, port: u16, key: &FiveTuple) -> Option<u32> {
+        let mut i = slot_hash(key, port) & Self::MASK;
         loop {
             let s = &self.slots[i];
             if s.target == 0 {
                 return None;
             }
-            if s.key == *key {
+            if s.key == *key && s.port == port {
                 return Some(s.target - 1);
             }
             i = (i + 1) & Self::MASK;
@@ -195,11 +206,11 @@ impl FlowTable {
 
     /// The pipe bound to an arriving frame's flow, if any.
     #[inline]
-    pub fn lookup(&self, t: &FiveTuple, syn: bool) -> Option<u32> {
+    pub fn lookup(&self, port: u16, t: &FiveTuple, syn: bool) -> Option<u32> {
         if self.len == 0 {
             return None;
         }
-        self.lookup_key(&frame_key(t, syn))
+        self.lookup_key(port, &frame_key(t, syn))
     }
 }
 
@@ -254,10 +265,10 @@ impl Fallback {
 
 /// The pipe a frame goes to, or `None` if it is to be dropped.
 #[inline]
-pub fn steer(table: &FlowTable, fallback: &mut Fallback, key: &SteerKey) -> Option<u32> {
+pub fn steer(table: &FlowTable, fallback: &mut Fallback, port: u16, key: &SteerKey) -> Option<u32> {
     match key {
         SteerKey::Ipv4 { tuple, syn } => table
-            .lookup(tuple, *syn)
+            .lookup(port, tuple, *syn)
             .or_else(|| fallback.choose(hash_tuple(tuple))),
         SteerKey::Other { hash } => fallback.choose(*hash),
     }
@@ -280,9 +291,9 @@ mod tests {
     #[test]
     fn udp_matches_on_destination_only() {
         let mut t = FlowTable::default();
-        t.bind(&udp(80, 0), 7).unwrap();
-        assert_eq!(t.lookup(&udp(80, 1234), false), Some(7));
-        assert_eq!(t.lookup(&udp(81, 1234), false), None);
+        t.bind(0, &udp(80, 0), 7).unwrap();
+        assert_eq!(t.lookup(0, &udp(80, 1234), false), Some(7));
+        assert_eq!(t.lookup(0, &udp(81, 1234), false), None);
     }
 
     #[test]
@@ -300,15 +311,15 @@ mod tests {
             src_port: 5555,
             ..listen
         };
-        t.bind(&listen, 1).unwrap();
-        t.bind(&conn, 2).unwrap();
-        assert_eq!(t.lookup(&conn, true), Some(1));
-        assert_eq!(t.lookup(&conn, false), Some(2));
+        t.bind(0, &listen, 1).unwrap();
+        t.bind(0, &conn, 2).unwrap();
+        assert_eq!(t.lookup(0, &conn, true), Some(1));
+        assert_eq!(t.lookup(0, &conn, false), Some(2));
         let other = FiveTuple {
             src_port: 5556,
             ..conn
         };
-        assert_eq!(t.lookup(&other, false), None);
+        assert_eq!(t.lookup(0, &other, false), None);
     }
 
     #[test]
@@ -319,24 +330,24 @@ mod tests {
             protocol: 1,
             ..Default::default()
         };
-        t.bind(&icmp, 3).unwrap();
+        t.bind(0, &icmp, 3).unwrap();
         let pkt = FiveTuple { src_ip: 77, ..icmp };
-        assert_eq!(t.lookup(&pkt, false), Some(3));
+        assert_eq!(t.lookup(0, &pkt, false), Some(3));
     }
 
     #[test]
     fn fills_to_capacity_and_removal_keeps_others_reachable() {
         let mut t = FlowTable::default();
         for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
-            t.bind(&udp(p as u16, 0), p).unwrap();
+            t.bind(0, &udp(p as u16, 0), p).unwrap();
         }
-        assert_eq!(t.bind(&udp(9000, 0), 1), Err(BindError::Full));
+        assert_eq!(t.bind(0, &udp(9000, 0), 1), Err(BindError::Full));
         for p in (0..(FLOW_TABLE_SIZE - 1) as u32).step_by(3) {
-            assert_eq!(t.unbind(&udp(p as u16, 0)), Some(p));
+            assert_eq!(t.unbind(0, &udp(p as u16, 0)), Some(p));
         }
         for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
             let want = if p % 3 == 0 { None } else { Some(p) };
-            assert_eq!(t.lookup(&udp(p as u16, 1), false), want, "port {p}");
+            assert_eq!(t.lookup(0, &udp(p as u16, 1), false), want, "port {p}");
         }
         t.retain(|pipe| pipe % 2 == 0);
         for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
@@ -345,8 +356,20 @@ mod tests {
             } else {
                 Some(p)
             };
-            assert_eq!(t.lookup(&udp(p as u16, 1), false), want, "port {p}");
+            assert_eq!(t.lookup(0, &udp(p as u16, 1), false), want, "port {p}");
         }
+    }
+
+    #[test]
+    fn rules_are_per_port() {
+        let mut t = FlowTable::default();
+        t.bind(0, &udp(80, 0), 1).unwrap();
+        t.bind(1, &udp(80, 0), 2).unwrap();
+        assert_eq!(t.lookup(0, &udp(80, 9), false), Some(1));
+        assert_eq!(t.lookup(1, &udp(80, 9), false), Some(2));
+        assert_eq!(t.lookup(2, &udp(80, 9), false), None);
+        assert_eq!(t.unbind(1, &udp(80, 0)), Some(2));
+        assert_eq!(t.lookup(0, &udp(80, 9), false), Some(1));
     }
 
     #[test]

@@ -1,0 +1,251 @@
+//! Timestamping, rate limiting, per-port steering, delay lines and emulated
+//! interconnect latency.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use enso::batch::write_frame;
+use enso::{Device, DeviceOptions};
+use nic_emu::testframe::{FrameKind, TestFrames};
+use nic_emu::{Clock, DeviceConfig, Engine, Nic, RunOptions, WireConfig};
+
+fn device(name: &str, ports: Vec<WireConfig>) -> (DeviceConfig, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = DeviceConfig::new(name, ports[0].clone());
+    cfg.ports = ports;
+    cfg.dir = dir.path().to_path_buf();
+    cfg.pipe_size = 256 << 10;
+    cfg.notif_ring_entries = 1024;
+    (cfg, dir)
+}
+
+fn opts() -> DeviceOptions {
+    DeviceOptions {
+        pipes: 4,
+        tx_pipes: 1,
+        tx_pipe_size: 256 << 10,
+        ..Default::default()
+    }
+}
+
+/// Writes `n` 64 B test frames into the TX pipe and sends them on `port`.
+fn send_frames(dev: &mut Device, tx: enso::TxPipe, first_seq: u64, n: u64, port: u32) {
+    let tf = TestFrames::new(1, 9);
+    let mut f = [0u8; 64];
+    let buf = dev.tx_buf(tx, 64 * n as usize).unwrap();
+    let mut at = 0;
+    for s in first_seq..first_seq + n {
+        let len = tf.build(FrameKind::Ipv4Udp, s, 0, 64, &mut f);
+        at += write_frame(&mut buf[at..], &f[..len]).unwrap();
+    }
+    dev.send(tx, at, port).unwrap();
+}
+
+#[test]
+fn rtt_of_a_delay_line_is_measured_exactly_with_a_manual_clock() {
+    // Port 0 is cabled to itself through a 7 us delay line.
+    let (cfg, _d) = device(
+        "rtt",
+        vec![WireConfig::Cable {
+            peer: 0,
+            delay_ns: 7000,
+        }],
+    );
+    let mut e = Engine::new(cfg).unwrap();
+    let t = Arc::new(AtomicU64::new(1_000_000));
+    e.set_clock(Clock::Manual(t.clone()));
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let rx = dev.alloc_rx_pipe(true).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    dev.set_timestamping(0, Some(18)).unwrap();
+    e.run_until_idle(10);
+    send_frames(&mut dev, tx, 0, 100, 0);
+    let mut rtts = vec![];
+    for _ in 0..200 {
+        e.step();
+        t.fetch_add(500, Ordering::Relaxed);
+        let n = {
+            let b = dev.recv(rx).unwrap();
+            for p in b.packets() {
+                rtts.push(u32::from_le_bytes(p[18..22].try_into().unwrap()));
+            }
+            b.len()
+        };
+        dev.free(rx, n).unwrap();
+    }
+    assert_eq!(rtts.len(), 100);
+    // Every frame left at a step boundary and arrives at the first step at
+    // or after 7 us later; the clock advances 500 ns per step.
+    assert!(rtts.iter().all(|&r| r == 7000), "{rtts:?}");
+    // Without timestamping the field is the frame's own bytes again.
+    dev.set_timestamping(0, None).unwrap();
+    e.run_until_idle(10);
+    send_frames(&mut dev, tx, 100, 1, 0);
+    for _ in 0..40 {
+        e.step();
+        t.fetch_add(500, Ordering::Relaxed);
+    }
+    let b = dev.recv(rx).unwrap();
+    let p = b.packets().next().unwrap();
+    assert_eq!(&p[18..22], &[0, 0, 0, 0]);
+}
+
+#[test]
+fn rtt_with_the_real_clock_covers_the_delay() {
+    let (cfg, _d) = device(
+        "rtt-real",
+        vec![WireConfig::Cable {
+            peer: 0,
+            delay_ns: 200_000,
+        }],
+    );
+    let nic = Nic::start(cfg, RunOptions::default()).unwrap();
+    let mut dev = Device::attach_nic(&nic, opts()).unwrap();
+    let rx = dev.alloc_rx_pipe(true).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    dev.set_timestamping(0, Some(18)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    send_frames(&mut dev, tx, 0, 10, 0);
+    let start = Instant::now();
+    let mut rtts = vec![];
+    while rtts.len() < 10 && start.elapsed() < Duration::from_secs(10) {
+        let n = {
+            let b = dev.recv(rx).unwrap();
+            for p in b.packets() {
+                rtts.push(u32::from_le_bytes(p[18..22].try_into().unwrap()));
+            }
+            b.len()
+        };
+        dev.free(rx, n).unwrap();
+    }
+    assert_eq!(rtts.len(), 10);
+    // Never less than the line's delay (the clock is monotonic, 1 ns).
+    assert!(rtts.iter().all(|&r| r >= 200_000), "{rtts:?}");
+}
+
+#[test]
+fn rate_limiter_sends_the_configured_count_per_interval() {
+    let (cfg, _d) = device("limit", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let t = Arc::new(AtomicU64::new(1_000_000));
+    e.set_clock(Clock::Manual(t.clone()));
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    // One flit every 100 cycles of 200 MHz: one 64 B frame per 500 ns.
+    dev.set_rate_limit(0, Some((1, 100))).unwrap();
+    e.run_until_idle(10);
+    send_frames(&mut dev, tx, 0, 4000, 0);
+    let sent = |e: &Engine| e.stats().ports[0].counters.tx_frames;
+    let mut per_ms = vec![];
+    let mut last = 0;
+    for _ in 0..5 {
+        for _ in 0..1000 {
+            e.step();
+            t.fetch_add(1000, Ordering::Relaxed);
+            dev.reap_completions().unwrap();
+        }
+        let s = sent(&e);
+        per_ms.push(s - last);
+        last = s;
+    }
+    // 1 ms at 2 M frames/s = 2000 frames, give or take the burst bound.
+    assert!((1995..=2025).contains(&per_ms[0]), "{per_ms:?}");
+    assert!((1995..=2005).contains(&per_ms[1]), "{per_ms:?}");
+    assert_eq!(last, 4000, "{per_ms:?}");
+    // Removing the limit lets the next ones go at once.
+    dev.set_rate_limit(0, None).unwrap();
+    send_frames(&mut dev, tx, 4000, 500, 0);
+    e.run_until_idle(1000);
+    assert_eq!(sent(&e), 4500);
+}
+
+#[test]
+fn each_port_steers_separately() {
+    // Port 0 and 1 are cabled: what one app sends on port 0 reaches the
+    // other app's pipe on port 1, and its echo comes back to port 0.
+    let (cfg, _d) = device(
+        "ports",
+        vec![
+            WireConfig::Cable {
+                peer: 1,
+                delay_ns: 0,
+            },
+            WireConfig::Cable {
+                peer: 0,
+                delay_ns: 0,
+            },
+        ],
+    );
+    let mut e = Engine::new(cfg).unwrap();
+    let mut gen = Device::attach_engine(&mut e, opts()).unwrap();
+    let mut dut = Device::attach_engine(&mut e, opts()).unwrap();
+    let g_rx = gen.alloc_rx_pipe_on(0, true).unwrap();
+    let g_tx = gen.alloc_tx_pipe().unwrap();
+    let d_pipe = dut.alloc_rxtx_pipe_on(1, true).unwrap();
+    e.run_until_idle(10);
+    send_frames(&mut gen, g_tx, 0, 1000, 0);
+    let tf = TestFrames::new(1, 9);
+    let mut scratch = [0u8; 1536];
+    let mut back = 0;
+    for _ in 0..2000 {
+        e.step();
+        // The device under test echoes.
+        let n = {
+            let mut b = dut.recv(d_pipe).unwrap();
+            for p in b.packets_mut() {
+                p[58] = p[58].wrapping_add(1);
+            }
+            b.len()
+        };
+        if n > 0 {
+            dut.send_and_free_on(d_pipe, n, 1).unwrap();
+        }
+        // The generator checks what came back.
+        let n = {
+            let b = gen.recv(g_rx).unwrap();
+            for p in b.packets() {
+                tf.verify(p, 1, None, &mut scratch).unwrap();
+                back += 1;
+            }
+            b.len()
+        };
+        gen.free(g_rx, n).unwrap();
+    }
+    assert_eq!(back, 1000);
+    let s = e.stats();
+    assert_eq!(s.total_drops(), 0);
+    assert_eq!(s.ports[1].counters.rx_frames, 1000);
+    assert_eq!(s.ports[0].counters.rx_frames, 1000);
+}
+
+#[test]
+fn interconnect_latency_delays_register_writes_and_notifications() {
+    let (mut cfg, _d) = device(
+        "latency",
+        vec![WireConfig::Cable {
+            peer: 0,
+            delay_ns: 0,
+        }],
+    );
+    cfg.interconnect_latency_ns = 2_000_000; // 2 ms each way, to dwarf scheduling noise
+    let nic = Nic::start(cfg, RunOptions::default()).unwrap();
+    let mut dev = Device::attach_nic(&nic, opts()).unwrap();
+    let rx = dev.alloc_rx_pipe(true).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let start = Instant::now();
+    send_frames(&mut dev, tx, 0, 1, 0);
+    loop {
+        if dev.recv(rx).unwrap().packet_count() == 1 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+    // The TX tail write needed one crossing, the RX notification another.
+    assert!(
+        start.elapsed() >= Duration::from_millis(4),
+        "{:?}",
+        start.elapsed()
+    );
+}
