@@ -65,6 +65,8 @@ pub enum DriverError {
 pub struct EnsoDriver {
     pub dev: Device,
     pub stats: DriverStats,
+    /// The port each pipe serves (sends go back out of it).
+    ports: std::collections::HashMap<crate::RxPipe, u32>,
 }
 
 impl EnsoDriver {
@@ -72,12 +74,29 @@ impl EnsoDriver {
         Self {
             dev,
             stats: DriverStats::default(),
+            ports: std::collections::HashMap::new(),
         }
     }
 
-    /// Allocates `n` RX/TX pipes that receive fallback traffic.
+    /// Allocates `n` RX/TX pipes that receive fallback traffic of port 0.
     pub fn add_fallback_pipes(&mut self, n: u32) -> Result<Vec<RxTxPipe>, crate::AllocError> {
-        (0..n).map(|_| self.dev.alloc_rxtx_pipe(true)).collect()
+        self.add_fallback_pipes_on(0, n)
+    }
+
+    /// Allocates `n` RX/TX pipes that receive fallback traffic of `port`;
+    /// frames are forwarded back out of the port they came from.
+    pub fn add_fallback_pipes_on(
+        &mut self,
+        port: u32,
+        n: u32,
+    ) -> Result<Vec<RxTxPipe>, crate::AllocError> {
+        let v = (0..n)
+            .map(|_| self.dev.alloc_rxtx_pipe_on(port, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        for p in &v {
+            self.ports.insert(p.rx(), port);
+        }
+        Ok(v)
     }
 
     /// Handles the frames of one pipe with data, if any. Returns the frames
@@ -144,9 +163,10 @@ impl EnsoDriver {
             // Not handled this time: give it back to the consumed cursor.
             self.dev.unconsume(pipe.rx(), total - handled)?;
         }
+        let port = self.ports.get(&pipe.rx()).copied().unwrap_or(0);
         for &(fwd, len) in &runs[..nruns] {
             if fwd {
-                self.dev.send_and_free(pipe, len)?;
+                self.dev.send_and_free_on(pipe, len, port)?;
             } else {
                 self.dev.discard(pipe, len)?;
             }

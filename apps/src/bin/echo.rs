@@ -23,6 +23,9 @@ struct Args {
     /// RX/TX pipes to serve.
     #[arg(long, default_value_t = 1)]
     pipes: u32,
+    /// Port to receive from and send on.
+    #[arg(long, default_value_t = 0)]
+    port: u32,
     /// Core to pin the server to.
     #[arg(long)]
     core: Option<usize>,
@@ -67,7 +70,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let dev = Device::open_in(&a.dir, &a.device, opts)?;
     let mut d = EnsoDriver::new(dev);
-    d.add_fallback_pipes(a.pipes)?;
+    d.add_fallback_pipes_on(a.port, a.pipes)?;
     let mut echo = Echo::new();
     let start = Instant::now();
     let mut last = Instant::now();
