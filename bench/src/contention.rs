@@ -9,7 +9,7 @@
 //! Short kernel work preempts a busy thread now and then on any machine;
 //! what matters is how much time it lost. A measurement is *contended* when
 //! its threads waited on the run queue, or the host stole, more than
-//! [`SIGNIFICANT_FRACTION`] of its elapsed time.
+//! [`SIGNIFICANT_FRACTION`] of their time (elapsed time x measured threads).
 
 use std::fs;
 use std::time::Duration;
@@ -20,11 +20,18 @@ use serde::{Deserialize, Serialize};
 /// work before it is reported as contended.
 pub const SIGNIFICANT_FRACTION: f64 = 0.01;
 
-/// Whether time lost to other work is a significant share of `elapsed`.
-/// `switches` without any known wait time (no schedstat on this kernel)
-/// count as significant.
-pub fn is_significant(switches: u64, waited_ns: u64, steal_ms: f64, elapsed: Duration) -> bool {
-    let limit = elapsed.as_nanos() as f64 * SIGNIFICANT_FRACTION;
+/// Whether the time `threads` measured threads lost to other work (their
+/// summed run-queue wait, or host steal) is a significant share of their
+/// time over `elapsed`. `switches` without any known wait time (no
+/// schedstat on this kernel) count as significant.
+pub fn is_significant(
+    switches: u64,
+    waited_ns: u64,
+    steal_ms: f64,
+    elapsed: Duration,
+    threads: usize,
+) -> bool {
+    let limit = elapsed.as_nanos() as f64 * threads.max(1) as f64 * SIGNIFICANT_FRACTION;
     waited_ns as f64 > limit || steal_ms * 1e6 > limit || (waited_ns == 0 && switches > 0)
 }
 
@@ -159,10 +166,23 @@ mod tests {
     #[test]
     fn significance_is_a_share_of_elapsed_time() {
         let second = Duration::from_secs(1);
-        assert!(!is_significant(0, 0, 0.0, second));
-        assert!(!is_significant(30, 2_000_000, 0.0, second), "2 ms of 1 s");
-        assert!(is_significant(30, 20_000_000, 0.0, second), "20 ms of 1 s");
-        assert!(is_significant(0, 0, 15.0, second), "15 ms steal");
-        assert!(is_significant(1, 0, 0.0, second), "switches, wait unknown");
+        assert!(!is_significant(0, 0, 0.0, second, 1));
+        assert!(
+            !is_significant(30, 2_000_000, 0.0, second, 1),
+            "2 ms of 1 s"
+        );
+        assert!(
+            is_significant(30, 20_000_000, 0.0, second, 1),
+            "20 ms of 1 s"
+        );
+        assert!(
+            !is_significant(30, 15_000_000, 0.0, second, 2),
+            "15 ms of 2 x 1 s"
+        );
+        assert!(is_significant(0, 0, 25.0, second, 2), "25 ms steal");
+        assert!(
+            is_significant(1, 0, 0.0, second, 1),
+            "switches, wait unknown"
+        );
     }
 }

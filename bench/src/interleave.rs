@@ -51,8 +51,9 @@ pub mod duration_ns {
 /// "app", …): the time that side spent doing work rather than waiting.
 ///
 /// `preempted`, `preempted_ns` and `steal_ms` say whether the trial had its
-/// cores to itself (see [`crate::contention`]); a trial that lost more than
-/// 1% of its time to other work is reported as contended.
+/// cores to itself (see [`crate::contention`]); a trial whose threads (one
+/// per side in `busy_ns`) lost more than 1% of their time to other work is
+/// reported as contended.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialResult {
     /// Packets delivered (for an echo: packets that came back).
@@ -129,6 +130,7 @@ impl TrialResult {
             self.preempted_ns,
             self.steal_ms,
             self.elapsed,
+            self.busy_ns.len(),
         )
     }
 

@@ -69,6 +69,7 @@ impl Probe {
             self.preempted.waited_ns,
             0.0,
             self.duration,
+            2,
         )
     }
 }
