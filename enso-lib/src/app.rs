@@ -8,6 +8,7 @@
 
 use crate::device::{Device, RxTxPipe};
 use crate::error::{DeviceError, FreeError, RecvError, SendError};
+use crate::packetized::{Mbuf, QueueId};
 
 /// What to do with a frame after handling it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,5 +204,94 @@ impl EnsoDriver {
         self.stats.frames += frames as u64;
         self.stats.batches += 1;
         Ok(frames)
+    }
+}
+
+/// Runs a [`PacketHandler`] over descriptor queues: `rx_burst`, handle each
+/// buffer in place, `tx_burst` the forwarded ones on the same queue, return
+/// the rest to the pool.
+#[derive(Debug)]
+pub struct PacketizedDriver {
+    pub dev: Device,
+    pub stats: DriverStats,
+    queues: Vec<QueueId>,
+    next: usize,
+    burst: usize,
+    rx: Vec<Mbuf>,
+    tx: Vec<Mbuf>,
+}
+
+impl PacketizedDriver {
+    /// A driver with bursts of `burst` frames (DPDK's default: 32).
+    pub fn new(dev: Device, burst: usize) -> Self {
+        Self {
+            dev,
+            stats: DriverStats::default(),
+            queues: Vec::new(),
+            next: 0,
+            burst: burst.max(1),
+            rx: Vec::with_capacity(burst.max(1)),
+            tx: Vec::with_capacity(burst.max(1)),
+        }
+    }
+
+    /// Allocates `n` queue pairs on `port` that receive by RSS (fallback).
+    pub fn add_rss_queues_on(
+        &mut self,
+        port: u32,
+        n: u32,
+    ) -> Result<Vec<QueueId>, crate::AllocError> {
+        let v = (0..n)
+            .map(|_| self.dev.alloc_queue(port, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.queues.extend(&v);
+        Ok(v)
+    }
+
+    /// Polls the next queue once: one burst received, handled and sent.
+    /// Returns the frames handled.
+    #[inline]
+    pub fn poll<H: PacketHandler>(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        if self.queues.is_empty() {
+            return Ok(0);
+        }
+        let q = self.queues[self.next];
+        self.next = (self.next + 1) % self.queues.len();
+        let n = self.dev.rx_burst(q, &mut self.rx, self.burst)?;
+        for mut m in self.rx.drain(..) {
+            let data = self.dev.mbuf_data_mut(&mut m);
+            self.stats.bytes += data.len() as u64;
+            match h.handle(data) {
+                Verdict::Forward => {
+                    self.stats.forwarded += 1;
+                    self.tx.push(m);
+                }
+                v => {
+                    if v == Verdict::Drop {
+                        self.stats.dropped += 1;
+                    } else {
+                        self.stats.consumed += 1;
+                    }
+                    self.dev.free_mbufs([m]);
+                }
+            }
+        }
+        if !self.tx.is_empty() {
+            self.dev.tx_burst(q, &mut self.tx)?;
+            if !self.tx.is_empty() {
+                // The TX ring is full: drop what did not fit, as DPDK
+                // applications do.
+                self.stats.dropped += self.tx.len() as u64;
+                self.stats.forwarded -= self.tx.len() as u64;
+                self.dev.free_mbufs(self.tx.drain(..));
+            }
+        } else {
+            self.dev.tx_reclaim_all();
+        }
+        self.stats.frames += n as u64;
+        if n > 0 {
+            self.stats.batches += 1;
+        }
+        Ok(n)
     }
 }

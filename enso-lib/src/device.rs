@@ -46,6 +46,13 @@ pub struct DeviceOptions {
     /// Prefetch the next pipe's notification in [`Device::next_pipe_with_data`];
     /// `None` follows the device's notification mode.
     pub prefetch: Option<bool>,
+    /// Descriptor queue pairs (packetized interface) this handle may use.
+    pub queues: u32,
+    /// RX and TX descriptor ring entries (powers of two, at least 64).
+    pub rx_ring: u32,
+    pub tx_ring: u32,
+    /// 2 KiB packet buffers in the handle's pool.
+    pub pool_buffers: u32,
 }
 
 impl Default for DeviceOptions {
@@ -56,6 +63,10 @@ impl Default for DeviceOptions {
             tx_pipe_size: 2 << 20,
             tx_credits: 500,
             prefetch: None,
+            queues: 0,
+            rx_ring: 1024,
+            tx_ring: 1024,
+            pool_buffers: 0,
         }
     }
 }
@@ -190,6 +201,7 @@ pub struct Device {
     prefetch: bool,
     opts: DeviceOptions,
     stats: DeviceStats,
+    pub(crate) pkt: crate::packetized::PktState,
     _keep: Keepalive,
 }
 
@@ -204,10 +216,13 @@ impl std::fmt::Debug for Device {
 }
 
 fn region_bytes(o: &DeviceOptions, pipe_size: usize, entries: u32) -> usize {
+    let page = |n: usize| n.next_multiple_of(layout::PAGE);
     layout::DMA_RESERVED
         + 2 * entries as usize * 64
         + o.pipes as usize * pipe_size
         + o.tx_pipes as usize * o.tx_pipe_size
+        + o.queues as usize * (page(o.rx_ring as usize * 16) + page(o.tx_ring as usize * 16))
+        + page(o.pool_buffers as usize * layout::desc::BUF_SIZE)
         + layout::PAGE
 }
 
@@ -215,10 +230,23 @@ fn request(o: &DeviceOptions, pipe_size: usize, entries: u32) -> AttachRequest {
     AttachRequest {
         pipes: o.pipes,
         dma_bytes: region_bytes(o, pipe_size, entries),
+        desc_queues: o.queues,
     }
 }
 
 fn check_options(o: &DeviceOptions) -> Result<(), AttachError> {
+    for (n, what) in [(o.rx_ring, "rx_ring"), (o.tx_ring, "tx_ring")] {
+        if o.queues > 0 && (!n.is_power_of_two() || !(64..=65536).contains(&n)) {
+            return Err(AttachError::Options(format!(
+                "{what} must be a power of two in 64..=65536"
+            )));
+        }
+    }
+    if o.queues > 0 && (o.pool_buffers as u64) < o.queues as u64 * o.rx_ring as u64 {
+        return Err(AttachError::Options(
+            "pool_buffers must at least fill every RX ring (queues x rx_ring)".into(),
+        ));
+    }
     if o.tx_credits == 0 {
         return Err(AttachError::Options("tx_credits must be at least 1".into()));
     }
@@ -338,6 +366,7 @@ impl Device {
             info,
             opts,
             stats: DeviceStats::default(),
+            pkt: Default::default(),
             _keep: keep,
         };
         // Enable both notification rings: writing the high address half
@@ -384,7 +413,7 @@ impl Device {
     /// Posts a register write. Waits (bounded) if the queue is full: a write
     /// is never dropped.
     #[inline]
-    fn mmio_write(&mut self, addr: u32, value: u32) -> Result<(), DeviceError> {
+    pub(crate) fn mmio_write(&mut self, addr: u32, value: u32) -> Result<(), DeviceError> {
         if self.mmio_prod.wrapping_sub(self.mmio_cons) as usize >= MMIO_QUEUE_LEN {
             let start = Instant::now();
             loop {
@@ -414,6 +443,28 @@ impl Device {
         self.mmio_prod = prod.wrapping_add(1);
         self.stats.mmio_writes += 1;
         Ok(())
+    }
+
+    /// Reserves `len` bytes (page aligned) of the DMA region.
+    pub(crate) fn alloc_region_bytes(&mut self, len: usize) -> Result<usize, AllocError> {
+        self.alloc_region(len)
+    }
+
+    pub(crate) fn region_ptr(&self) -> *mut u8 {
+        self.region.as_mut_ptr()
+    }
+
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
+    }
+
+    /// The options the handle was opened with.
+    pub fn options(&self) -> &DeviceOptions {
+        &self.opts
+    }
+
+    pub(crate) fn config_raw(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+        self.config(id, args)
     }
 
     fn alloc_region(&mut self, len: usize) -> Result<usize, AllocError> {
@@ -1121,7 +1172,7 @@ impl Device {
     }
 }
 
-fn rule_args(r: &FlowRule, pipe: u32) -> [u64; 5] {
+pub(crate) fn rule_args(r: &FlowRule, pipe: u32) -> [u64; 5] {
     [
         (r.dst_ip as u64) << 32 | r.src_ip as u64,
         (r.dst_port as u64) << 32 | (r.src_port as u64) << 16 | r.protocol as u64,

@@ -31,9 +31,11 @@ pub mod app;
 pub mod batch;
 pub mod device;
 pub mod error;
+pub mod packetized;
 
-pub use app::{DriverStats, EnsoDriver, PacketHandler, Verdict};
+pub use app::{DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};
 pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
 pub use error::*;
 pub use nic_emu;
+pub use packetized::{Mbuf, QueueId, QueueStats};

@@ -173,6 +173,10 @@ pub struct DeviceConfig {
     pub max_dma_bytes: usize,
     /// PCIe link used for transaction accounting.
     pub pcie: pcie_model::LinkConfig,
+    /// Packetized interface: descriptors the NIC fetches per read.
+    pub desc_fetch: u32,
+    /// Packetized interface: RX descriptor write-backs per TLP at most.
+    pub desc_writeback: u32,
 }
 
 impl DeviceConfig {
@@ -188,6 +192,8 @@ impl DeviceConfig {
             interconnect_latency_ns: 0,
             max_dma_bytes: 64 << 30,
             pcie: pcie_model::LinkConfig::default(),
+            desc_fetch: 4,
+            desc_writeback: 1,
         }
     }
 
@@ -228,6 +234,12 @@ impl DeviceConfig {
                 }
                 _ => {}
             }
+        }
+        if self.desc_fetch == 0 || self.desc_writeback == 0 {
+            return Err("desc_fetch and desc_writeback must be at least 1".into());
+        }
+        if self.ports.len() > 16 {
+            return Err("at most 16 ports".into());
         }
         if self.ports.is_empty() {
             return Err("a device needs at least one port".into());

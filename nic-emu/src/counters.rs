@@ -42,6 +42,33 @@ pub struct PipeCounters {
     pub head_rewrites: u64,
 }
 
+/// Per-queue counters of the packetized interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounters {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    /// Frames dropped because software had posted no RX descriptor.
+    pub drop_no_descriptor: u64,
+    /// Frames dropped because the RX descriptor pointed outside the region.
+    pub drop_bad_descriptor: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    /// TX descriptors refused (bad address, length or flags).
+    pub tx_bad_descriptor: u64,
+}
+
+impl QueueCounters {
+    pub fn add(&mut self, o: &QueueCounters) {
+        self.rx_frames += o.rx_frames;
+        self.rx_bytes += o.rx_bytes;
+        self.drop_no_descriptor += o.drop_no_descriptor;
+        self.drop_bad_descriptor += o.drop_bad_descriptor;
+        self.tx_frames += o.tx_frames;
+        self.tx_bytes += o.tx_bytes;
+        self.tx_bad_descriptor += o.tx_bad_descriptor;
+    }
+}
+
 /// Per-application counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppCounters {
@@ -64,6 +91,8 @@ pub struct AppCounters {
     pub reject_bad_tx_frame: u64,
     /// Configuration notifications that were refused.
     pub reject_bad_config: u64,
+    /// Descriptors (RX or TX) refused.
+    pub reject_bad_descriptor: u64,
     /// Notifications not written because the RX notification ring was full
     /// when a head write asked for one.
     pub notif_ring_full: u64,
@@ -106,10 +135,18 @@ pub struct PipeStats {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct QueueStats {
+    pub queue_id: u32,
+    pub counters: QueueCounters,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AppStats {
     pub app_id: u32,
     pub counters: AppCounters,
     pub pipes: Vec<PipeStats>,
+    #[serde(default)]
+    pub queues: Vec<QueueStats>,
 }
 
 /// Engine activity.
@@ -135,6 +172,9 @@ pub struct Stats {
     pub detached_pipes: PipeCounters,
     /// Counters of applications that have gone.
     pub detached_apps: AppCounters,
+    /// Counters of descriptor queues whose application has gone.
+    #[serde(default)]
+    pub detached_queues: QueueCounters,
     pub pcie: pcie_model::PcieCounters,
     /// Installed flow rules and fallback pipes.
     pub flow_rules: usize,
@@ -162,7 +202,27 @@ impl Stats {
             }
         }
         pipe(&self.detached_pipes);
+        let mut queue = |c: &QueueCounters| {
+            add("no_rx_descriptor", c.drop_no_descriptor);
+            add("bad_descriptor", c.drop_bad_descriptor);
+        };
+        for a in &self.apps {
+            for q in &a.queues {
+                queue(&q.counters);
+            }
+        }
+        queue(&self.detached_queues);
         m
+    }
+
+    /// Sum over descriptor queues of a queue counter.
+    pub fn queue_sum(&self, f: impl Fn(&QueueCounters) -> u64) -> u64 {
+        self.apps
+            .iter()
+            .flat_map(|a| a.queues.iter())
+            .map(|q| f(&q.counters))
+            .sum::<u64>()
+            + f(&self.detached_queues)
     }
 
     /// Sum of [`Stats::drops`].
@@ -204,6 +264,7 @@ impl AppCounters {
         self.reject_bad_tx_notification += o.reject_bad_tx_notification;
         self.reject_bad_tx_frame += o.reject_bad_tx_frame;
         self.reject_bad_config += o.reject_bad_config;
+        self.reject_bad_descriptor += o.reject_bad_descriptor;
         self.notif_ring_full += o.notif_ring_full;
     }
 }

@@ -22,6 +22,9 @@ use crate::shm;
 use crate::steering::{self, Fallback, FlowTable};
 use crate::wire::{self, FiveTuple, FrameError, FLIT, MAX_FRAME};
 
+mod desc;
+use desc::DescQueue;
+
 /// Frames moved per port per step at most.
 const RX_BUDGET: usize = 64;
 /// Frames transmitted per application per step at most.
@@ -38,6 +41,9 @@ pub struct AttachRequest {
     pub pipes: u32,
     /// Size of its DMA region (sparse; pages are allocated when touched).
     pub dma_bytes: usize,
+    /// Descriptor queue pairs (packetized interface) to reserve for it.
+    #[serde(default)]
+    pub desc_queues: u32,
 }
 
 /// What an application gets when it attaches.
@@ -58,6 +64,9 @@ pub struct AttachInfo {
     pub notification_mode: NotificationMode,
     pub ports: usize,
     pub interconnect_latency_ns: u64,
+    /// Its descriptor queues are `desc_queue_base .. + desc_queue_count`.
+    pub desc_queue_base: u32,
+    pub desc_queue_count: u32,
 }
 
 /// Why an attach was refused.
@@ -67,6 +76,8 @@ pub enum AttachError {
     NoPipes(u32),
     #[error("no free notification buffer")]
     NoNbuf,
+    #[error("not enough free descriptor queues for {0}")]
+    NoQueues(u32),
     #[error("DMA region of {0} bytes is too small or above the device limit")]
     BadRegionSize(usize),
     #[error("creating shared memory: {0}")]
@@ -152,6 +163,8 @@ struct App {
     mmio_consumer: u32,
     pipe_base: u32,
     pipe_count: u32,
+    desc_base: u32,
+    desc_count: u32,
     nbuf_id: u32,
     nb: Nbuf,
     tx: Option<TxCursor>,
@@ -164,6 +177,17 @@ struct App {
 impl App {
     fn owns_pipe(&self, pipe: u32) -> bool {
         pipe.wrapping_sub(self.pipe_base) < self.pipe_count
+    }
+    fn owns_queue(&self, q: u32) -> bool {
+        q.wrapping_sub(self.desc_base) < self.desc_count
+    }
+    /// Whether a steering target (pipe or descriptor queue) is its own.
+    fn owns_target(&self, t: u32) -> bool {
+        if t < layout::DESC_TARGET_BASE {
+            self.owns_pipe(t)
+        } else {
+            self.owns_queue(t - layout::DESC_TARGET_BASE)
+        }
     }
     #[inline]
     fn mmio_queue(&self) -> &MmioQueue {
@@ -210,6 +234,12 @@ impl App {
             )
         };
     }
+    /// Copies `dst.len()` bytes from the region at `off`.
+    #[inline]
+    fn read(&self, off: usize, dst: &mut [u8]) {
+        debug_assert!(self.in_region(off, dst.len()));
+        read_region(&self.region, off, dst);
+    }
 }
 
 /// An event of the notification protocol, recorded when tracing is on.
@@ -245,6 +275,13 @@ struct Core {
     ring_mask: u32,
     detached_pipes: PipeCounters,
     detached_apps: AppCounters,
+    dqs: Vec<DescQueue>,
+    dq_counters: Vec<QueueCounters>,
+    detached_queues: QueueCounters,
+    desc_fetch: u32,
+    desc_writeback: u32,
+    /// The NIC's buffer for a frame read from a TX descriptor.
+    txbuf: Box<[u8]>,
     pcie: PcieCounters,
     frames: u64,
     trace: Option<Vec<TraceEvent>>,
@@ -280,6 +317,7 @@ pub struct Engine {
     last_step_busy: bool,
     pipe_used: Vec<bool>,
     nbuf_used: Vec<bool>,
+    desc_used: Vec<bool>,
     next_app_id: u32,
     dir: PathBuf,
 }
@@ -316,6 +354,12 @@ impl Engine {
             ring_mask: cfg.notif_ring_entries - 1,
             detached_pipes: PipeCounters::default(),
             detached_apps: AppCounters::default(),
+            dqs: vec![DescQueue::default(); layout::MAX_DESC_QUEUES as usize],
+            dq_counters: vec![QueueCounters::default(); layout::MAX_DESC_QUEUES as usize],
+            detached_queues: QueueCounters::default(),
+            desc_fetch: cfg.desc_fetch,
+            desc_writeback: cfg.desc_writeback,
+            txbuf: vec![0u8; layout::desc::BUF_SIZE].into_boxed_slice(),
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
             trace: None,
@@ -328,6 +372,7 @@ impl Engine {
             last_step_busy: false,
             pipe_used: vec![false; layout::MAX_PIPES as usize],
             nbuf_used: vec![false; layout::MAX_NBUFS as usize],
+            desc_used: vec![false; layout::MAX_DESC_QUEUES as usize],
             next_app_id: 1,
             dir,
             cfg,
@@ -354,6 +399,9 @@ impl Engine {
         let pipe_base =
             first_free_run(&self.pipe_used, n).ok_or(AttachError::NoPipes(req.pipes))?;
         let nbuf = first_free_run(&self.nbuf_used, 1).ok_or(AttachError::NoNbuf)?;
+        let nq = req.desc_queues as usize;
+        let desc_base =
+            first_free_run(&self.desc_used, nq).ok_or(AttachError::NoQueues(req.desc_queues))?;
         let id = self.next_app_id;
         let dma_len = req.dma_bytes.next_multiple_of(layout::PAGE);
         let dma_path = self.dir.join(format!("app-{id}.dma"));
@@ -368,6 +416,7 @@ impl Engine {
         self.next_app_id += 1;
         self.pipe_used[pipe_base..pipe_base + n].fill(true);
         self.nbuf_used[nbuf] = true;
+        self.desc_used[desc_base..desc_base + nq].fill(true);
         for p in pipe_base..pipe_base + n {
             self.core.pipes[p] = PipeState::default();
             self.core.pipe_counters[p] = PipeCounters::default();
@@ -380,6 +429,8 @@ impl Engine {
             mmio_consumer: 0,
             pipe_base: pipe_base as u32,
             pipe_count: n as u32,
+            desc_base: desc_base as u32,
+            desc_count: nq as u32,
             nbuf_id: nbuf as u32,
             nb: Nbuf::default(),
             tx: None,
@@ -398,6 +449,11 @@ impl Engine {
         for p in pipe_base..pipe_base + n {
             self.core.pipes[p].owner = slot as u32;
         }
+        for q in desc_base..desc_base + nq {
+            self.core.dqs[q] = DescQueue::default();
+            self.core.dqs[q].owner = slot as u32;
+            self.core.dq_counters[q] = QueueCounters::default();
+        }
         self.core.apps[slot] = Some(app);
         Ok(AttachInfo {
             app_id: id,
@@ -413,6 +469,8 @@ impl Engine {
             notification_mode: self.cfg.notification_mode,
             ports: self.ports.len(),
             interconnect_latency_ns: self.cfg.interconnect_latency_ns,
+            desc_queue_base: desc_base as u32,
+            desc_queue_count: nq as u32,
         })
     }
 
@@ -436,7 +494,14 @@ impl Engine {
             self.core.detached_pipes.add(&c);
             self.core.pipes[p] = PipeState::default();
         }
-        let owned = |p: u32| range.contains(&(p as usize));
+        let qrange = app.desc_base as usize..(app.desc_base + app.desc_count) as usize;
+        for q in qrange.clone() {
+            let c = std::mem::take(&mut self.core.dq_counters[q]);
+            self.core.detached_queues.add(&c);
+            self.core.dqs[q] = DescQueue::default();
+        }
+        self.desc_used[qrange].fill(false);
+        let owned = |t: u32| app.owns_target(t);
         self.core.flows.retain(owned);
         for f in &mut self.core.fallback {
             f.retain(|p| !owned(p));
@@ -470,6 +535,7 @@ impl Engine {
             if core.apps[slot].is_some() {
                 work += core.drain_mmio(slot, now);
                 work += core.process_tx(slot, ports, now);
+                work += core.process_desc_tx(slot, ports, now);
             }
         }
         for i in 0..ports.len() {
@@ -490,6 +556,9 @@ impl Engine {
                 let counters = &mut p.counters;
                 work += g.emit(now, |f| core.deliver(i, counters, f));
             }
+        }
+        for slot in 0..core.apps.len() {
+            core.flush_desc_writebacks(slot);
         }
         self.counters.steps += 1;
         self.last_step_busy = work > 0;
@@ -548,10 +617,17 @@ impl Engine {
                             counters: self.core.pipe_counters[p as usize].clone(),
                         })
                         .collect(),
+                    queues: (a.desc_base..a.desc_base + a.desc_count)
+                        .map(|q| QueueStats {
+                            queue_id: q,
+                            counters: self.core.queue_counters(q as usize).clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             detached_pipes: self.core.detached_pipes.clone(),
             detached_apps: self.core.detached_apps.clone(),
+            detached_queues: self.core.detached_queues.clone(),
             pcie: self.core.pcie.clone(),
             flow_rules: self.core.flows.len(),
             fallback_pipes: self.core.fallback.iter().map(Fallback::len).sum(),
@@ -686,6 +762,10 @@ impl Core {
             pc.drop_no_match += 1;
             return;
         };
+        if pid >= layout::DESC_TARGET_BASE {
+            self.deliver_desc((pid - layout::DESC_TARGET_BASE) as usize, pc, frame);
+            return;
+        }
         let pid = pid as usize;
         let pipe = &mut self.pipes[pid];
         let pcs = &mut self.pipe_counters[pid];
@@ -839,6 +919,13 @@ impl Core {
                 reg::RX_MEM_LOW => self.pipes[q as usize].pending_low = value,
                 reg::RX_MEM_HIGH => self.pipe_enable(slot, q, value),
                 _ => app.counters.reject_foreign_register += 1,
+            }
+        } else if q >= layout::DESC_QUEUE_BASE {
+            let dq = q - layout::DESC_QUEUE_BASE;
+            if app.owns_queue(dq) {
+                self.desc_register(slot, dq as usize, r, value);
+            } else {
+                app.counters.reject_foreign_register += 1;
             }
         } else if q == layout::NBUF_QUEUE_BASE + app.nbuf_id {
             let entries = self.ring_mask + 1;
@@ -1177,10 +1264,20 @@ impl Core {
     }
 
     fn apply_config(&mut self, slot: usize, id: u32, a: [u64; 5], port: usize, now: u64) {
-        let app = self.apps[slot].as_mut().expect("caller checked");
-        let pipe_ok = |pipes: &[PipeState], p: u64| {
-            p < u32::MAX as u64 && app.owns_pipe(p as u32) && pipes[p as usize].base != 0
+        // A steering target must be one of its own enabled pipes or queues;
+        // its port.
+        let target_port = |core: &Core, t: u64| -> Option<u16> {
+            if t < layout::DESC_TARGET_BASE as u64 {
+                let app = core.apps[slot].as_ref()?;
+                let p = &core.pipes[t as usize];
+                (app.owns_pipe(t as u32) && p.base != 0).then_some(p.port)
+            } else {
+                core.desc_target(slot, t)
+            }
         };
+        let t2 = target_port(self, a[2]);
+        let t1 = target_port(self, a[1]);
+        let app = self.apps[slot].as_mut().expect("caller checked");
         match id {
             config::FLOW_BIND | config::FLOW_UNBIND => {
                 let t = FiveTuple {
@@ -1190,21 +1287,23 @@ impl Core {
                     src_port: (a[1] >> 16) as u16,
                     protocol: a[1] as u8,
                 };
-                if !pipe_ok(&self.pipes, a[2]) {
+                let Some(pport) = t2 else {
                     app.counters.reject_bad_config += 1;
                     return;
-                }
-                let pport = self.pipes[a[2] as usize].port;
+                };
                 if id == config::FLOW_BIND {
                     // A rule another application owns is not replaced.
-                    let theirs = self.flows.get(pport, &t).is_some_and(|p| !app.owns_pipe(p));
+                    let theirs = self
+                        .flows
+                        .get(pport, &t)
+                        .is_some_and(|p| !app.owns_target(p));
                     if theirs || self.flows.bind(pport, &t, a[2] as u32).is_err() {
                         app.counters.reject_bad_config += 1;
                     }
                 } else {
                     // Only remove a rule that points to one of its own pipes.
                     match self.flows.unbind(pport, &t) {
-                        Some(p) if app.owns_pipe(p) => {}
+                        Some(p) if app.owns_target(p) => {}
                         Some(p) => {
                             let _ = self.flows.bind(pport, &t, p);
                             app.counters.reject_bad_config += 1;
@@ -1214,11 +1313,11 @@ impl Core {
                 }
             }
             config::FALLBACK => {
-                if !pipe_ok(&self.pipes, a[1]) {
+                let Some(tport) = t1 else {
                     app.counters.reject_bad_config += 1;
                     return;
-                }
-                let f = &mut self.fallback[self.pipes[a[1] as usize].port as usize];
+                };
+                let f = &mut self.fallback[tport as usize];
                 match a[0] {
                     config::FALLBACK_ADD => f.add(a[1] as u32),
                     config::FALLBACK_REMOVE => f.remove(a[1] as u32),

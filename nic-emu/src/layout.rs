@@ -225,6 +225,63 @@ pub mod config {
     pub const FALLBACK_REMOVE: u64 = 2;
 }
 
+/// Steering targets: a pipe id, or `DESC_TARGET_BASE + queue` for a
+/// descriptor queue of the packetized interface.
+pub const DESC_TARGET_BASE: u32 = MAX_PIPES;
+
+/// A 16 B descriptor of the packetized interface (ixgbe/E810-like), in one
+/// of two formats.
+///
+/// RX, read format (software): `qw0` = buffer address (offset in the DMA
+/// region), `qw1` = 0. RX, write-back format (NIC): `qw0` = RSS hash,
+/// `qw1` = status bits (`RX_DD`, `RX_EOP`, `RX_ERR`) | length << 32.
+/// Software posts a descriptor by writing `qw0`, then `qw1 = 0`, then rings
+/// the RX tail doorbell (a posted register write: SYNC POINT A). The NIC
+/// writes `qw0`, then `qw1` with Release (SYNC POINT E); software loads
+/// `qw1` with Acquire and owns the buffer once it sees `RX_DD`.
+///
+/// TX (software): `qw0` = buffer address, `qw1` = length | command bits
+/// (`TX_EOP`, `TX_RS`); the TX tail doorbell publishes it. The NIC writes
+/// back `qw1 | TX_DD` with Release on descriptors with `TX_RS` only
+/// (SYNC POINT F); software loads it with Acquire and then reclaims the
+/// buffers of every descriptor up to that one.
+#[repr(C, align(16))]
+#[derive(Debug, Default)]
+pub struct Descriptor {
+    pub qw0: AtomicU64,
+    pub qw1: AtomicU64,
+}
+const _: () = assert!(size_of::<Descriptor>() == 16);
+
+/// Descriptor bits and sizes.
+pub mod desc {
+    /// RX write-back: descriptor done.
+    pub const RX_DD: u64 = 1 << 0;
+    /// RX write-back: end of packet.
+    pub const RX_EOP: u64 = 1 << 1;
+    /// RX write-back: the NIC refused the descriptor (bad buffer address);
+    /// the buffer holds no frame.
+    pub const RX_ERR: u64 = 1 << 7;
+    /// TX: end of packet (frames must fit one descriptor).
+    pub const TX_EOP: u64 = 1 << 24;
+    /// TX: report status (write back `TX_DD`).
+    pub const TX_RS: u64 = 1 << 27;
+    /// TX write-back: descriptor done.
+    pub const TX_DD: u64 = 1 << 32;
+    /// TX write-back: the NIC refused the descriptor.
+    pub const TX_ERR: u64 = 1 << 33;
+    /// Length field mask (TX: bits 0..16; RX write-back: bits 32..48).
+    pub const LEN_MASK: u64 = 0xffff;
+    /// Packet buffer size (DPDK's mbuf data room).
+    pub const BUF_SIZE: usize = 2048;
+    /// Low bits of a descriptor ring's `*_mem_low` register: the port
+    /// (bits 0..4) and log2 of the ring's entries (bits 4..9); ring addresses
+    /// are page aligned.
+    pub const PORT_BITS: u32 = 0xf;
+    pub const LOG2_SHIFT: u32 = 4;
+    pub const LOG2_MASK: u32 = 0x1f;
+}
+
 /// The first page of every DMA region is never a valid buffer, so address 0
 /// means "disabled".
 pub const DMA_RESERVED: usize = PAGE;

@@ -77,3 +77,26 @@ pub fn opts(pipes: u32) -> DeviceOptions {
         ..Default::default()
     }
 }
+
+/// Options for packetized tests: `queues` queue pairs with `ring`-entry
+/// rings and a pool that fills them all twice over.
+pub fn pkt_opts(queues: u32, ring: u32) -> DeviceOptions {
+    DeviceOptions {
+        pipes: 0,
+        tx_pipes: 0,
+        queues,
+        rx_ring: ring,
+        tx_ring: ring,
+        pool_buffers: queues * ring * 2 + 256,
+        ..Default::default()
+    }
+}
+
+/// Increments the echo byte of test frames (other frames unchanged).
+pub fn echo_handler(f: &mut [u8]) -> enso::Verdict {
+    if let Some(v) = TestFrames::peek(f) {
+        let e = v.kind.echo_offset();
+        f[e] = f[e].wrapping_add(1);
+    }
+    enso::Verdict::Forward
+}

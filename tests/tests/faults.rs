@@ -151,6 +151,7 @@ fn hostile_application_cannot_disturb_another() {
         .attach(&AttachRequest {
             pipes: 4,
             dma_bytes: 8 << 20,
+            desc_queues: 0,
         })
         .unwrap();
     let region = nic_emu::shm::map(

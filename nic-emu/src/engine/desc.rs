@@ -1,0 +1,332 @@
+//! The packetized (descriptor-ring) interface on the same engine: an
+//! E810/ixgbe-like NIC with 16 B descriptors, DD write-back, RS-driven TX
+//! completion, tail doorbells, and the same ports and steering as pipes.
+//!
+//! PCIe accounting follows how such a NIC batches its metadata traffic:
+//! descriptors are fetched `desc_fetch` at a time when a doorbell makes them
+//! available; RX write-backs are coalesced `desc_writeback` to a TLP (a
+//! partial batch is flushed at the end of each engine step, so at low load
+//! every descriptor costs its own TLP).
+
+use std::sync::atomic::Ordering;
+
+use pcie_model::TrafficClass;
+
+use super::{App, Core};
+use crate::counters::{PortCounters, QueueCounters};
+use crate::layout::{self, desc, reg, Descriptor};
+use crate::port::{self, Port};
+
+/// Descriptors transmitted per queue per step at most.
+const TX_BUDGET: usize = 64;
+
+/// NIC-side state of one descriptor queue pair.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct DescQueue {
+    pub(super) owner: u32,
+    pub(super) port: u16,
+    /// Ring offsets in the owner's region (0: disabled) and index masks.
+    pub(super) rx_ring: usize,
+    rx_mask: u32,
+    rx_head: u32,
+    rx_tail: u32,
+    rx_low: u32,
+    rx_wb_pending: u32,
+    rx_wb_first: u32,
+    tx_ring: usize,
+    tx_mask: u32,
+    tx_head: u32,
+    tx_tail: u32,
+    tx_low: u32,
+}
+
+impl App {
+    #[inline]
+    fn desc(&self, ring: usize, i: u32) -> &Descriptor {
+        let off = ring + i as usize * 16;
+        debug_assert!(self.in_region(off, 16));
+        // SAFETY: the ring was checked to lie inside the region when it was
+        // enabled and `i` is masked to its size, so the 16 B descriptor is in
+        // bounds and 16 B aligned (the ring is page aligned); its fields are
+        // atomics.
+        unsafe { &*(self.region.as_ptr().add(off) as *const Descriptor) }
+    }
+}
+
+impl Core {
+    /// A register write to descriptor queue `q` (global id) by app `slot`.
+    pub(super) fn desc_register(&mut self, slot: usize, q: usize, r: u32, value: u32) {
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        let dq = &mut self.dqs[q];
+        match r {
+            reg::RX_MEM_LOW => dq.rx_low = value,
+            reg::TX_MEM_LOW => dq.tx_low = value,
+            reg::RX_MEM_HIGH | reg::TX_MEM_HIGH => {
+                let low = if r == reg::RX_MEM_HIGH {
+                    dq.rx_low
+                } else {
+                    dq.tx_low
+                };
+                let port = (low & desc::PORT_BITS) as usize;
+                let log2 = (low >> desc::LOG2_SHIFT) & desc::LOG2_MASK;
+                let off = (value as usize) << 32 | (low & !(layout::PAGE as u32 - 1)) as usize;
+                let entries = 1usize << log2;
+                if off == 0 {
+                    if r == reg::RX_MEM_HIGH {
+                        dq.rx_ring = 0;
+                        let t = layout::DESC_TARGET_BASE + q as u32;
+                        self.flows.retain(|x| x == t);
+                        for f in &mut self.fallback {
+                            f.remove(t);
+                        }
+                    } else {
+                        dq.tx_ring = 0;
+                    }
+                    return;
+                }
+                if !(8..=(1 << 16)).contains(&entries)
+                    || port >= self.fallback.len()
+                    || !app.in_region(off, entries * 16)
+                {
+                    app.counters.reject_bad_register_value += 1;
+                    return;
+                }
+                dq.port = port as u16;
+                let mask = entries as u32 - 1;
+                if r == reg::RX_MEM_HIGH {
+                    (dq.rx_ring, dq.rx_mask, dq.rx_head, dq.rx_tail) = (off, mask, 0, 0);
+                    dq.rx_wb_pending = 0;
+                } else {
+                    (dq.tx_ring, dq.tx_mask, dq.tx_head, dq.tx_tail) = (off, mask, 0, 0);
+                }
+            }
+            reg::RX_TAIL if dq.rx_ring != 0 && value <= dq.rx_mask => {
+                // Descriptors [tail, value) become the NIC's; it may never
+                // run past its own head.
+                let avail = dq.rx_tail.wrapping_sub(dq.rx_head) & dq.rx_mask;
+                let add = value.wrapping_sub(dq.rx_tail) & dq.rx_mask;
+                if avail + add > dq.rx_mask {
+                    app.counters.reject_bad_register_value += 1;
+                    return;
+                }
+                fetch(
+                    &mut self.pcie,
+                    self.desc_fetch,
+                    dq.rx_ring,
+                    dq.rx_tail,
+                    add,
+                    dq.rx_mask,
+                );
+                dq.rx_tail = value;
+            }
+            reg::TX_TAIL if dq.tx_ring != 0 && value <= dq.tx_mask => {
+                let pending = dq.tx_tail.wrapping_sub(dq.tx_head) & dq.tx_mask;
+                let add = value.wrapping_sub(dq.tx_tail) & dq.tx_mask;
+                if pending + add > dq.tx_mask {
+                    app.counters.reject_bad_register_value += 1;
+                    return;
+                }
+                fetch(
+                    &mut self.pcie,
+                    self.desc_fetch,
+                    dq.tx_ring,
+                    dq.tx_tail,
+                    add,
+                    dq.tx_mask,
+                );
+                dq.tx_tail = value;
+            }
+            _ => app.counters.reject_bad_register_value += 1,
+        }
+    }
+
+    /// The RX path into descriptor queue `q`.
+    #[inline]
+    pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) {
+        let dq = &mut self.dqs[q];
+        let qc = &mut self.dq_counters[q];
+        if dq.rx_ring == 0 {
+            pc.drop_no_match += 1;
+            return;
+        }
+        let Some(app) = self.apps[dq.owner as usize].as_mut() else {
+            pc.drop_no_match += 1;
+            return;
+        };
+        if dq.rx_head == dq.rx_tail {
+            qc.drop_no_descriptor += 1;
+            return;
+        }
+        let d = app.desc(dq.rx_ring, dq.rx_head);
+        let buf = d.qw0.load(Ordering::Relaxed) as usize;
+        let len = frame.len();
+        if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
+            // A descriptor pointing outside the application's memory: refuse
+            // it, hand it back marked, drop the frame.
+            d.qw1.store(desc::RX_DD | desc::RX_ERR, Ordering::Release);
+            qc.drop_bad_descriptor += 1;
+            app.counters.reject_bad_descriptor += 1;
+        } else {
+            app.write(buf, frame);
+            self.pcie
+                .record_dma_write(TrafficClass::Data, buf as u64, len as u64);
+            if let Some(off) = self.ts_offset[dq.port as usize] {
+                if off + 4 <= len {
+                    let sent = u32::from_le_bytes(frame[off..off + 4].try_into().expect("4 bytes"));
+                    let rtt = (self.clock.now_ns() as u32).wrapping_sub(sent);
+                    app.write(buf + off, &rtt.to_le_bytes());
+                }
+            }
+            d.qw0.store(0, Ordering::Relaxed);
+            // SYNC POINT E (Release): pairs with software's Acquire load of
+            // `qw1`; the frame bytes and `qw0` are visible once DD is.
+            d.qw1.store(
+                desc::RX_DD | desc::RX_EOP | (len as u64) << 32,
+                Ordering::Release,
+            );
+            qc.rx_frames += 1;
+            qc.rx_bytes += len as u64;
+            self.frames += 1;
+        }
+        if dq.rx_wb_pending == 0 {
+            dq.rx_wb_first = dq.rx_head;
+        }
+        dq.rx_head = (dq.rx_head + 1) & dq.rx_mask;
+        dq.rx_wb_pending += 1;
+        if dq.rx_wb_pending >= self.desc_writeback || dq.rx_head == 0 {
+            flush_wb(&mut self.pcie, dq);
+        }
+    }
+
+    /// Accounts RX write-backs still being coalesced (end of a step).
+    pub(super) fn flush_desc_writebacks(&mut self, slot: usize) {
+        let Some(app) = self.apps[slot].as_ref() else {
+            return;
+        };
+        for q in app.desc_base..app.desc_base + app.desc_count {
+            let dq = &mut self.dqs[q as usize];
+            if dq.rx_wb_pending > 0 {
+                flush_wb(&mut self.pcie, dq);
+            }
+        }
+    }
+
+    /// The TX path of application `slot`'s descriptor queues.
+    pub(super) fn process_desc_tx(&mut self, slot: usize, ports: &mut [Port], now: u64) -> usize {
+        let (base, count) = {
+            let app = self.apps[slot].as_ref().expect("caller checked");
+            (app.desc_base, app.desc_count)
+        };
+        let mut sent = 0;
+        for q in base..base + count {
+            let q = q as usize;
+            let mut n = 0;
+            while n < TX_BUDGET {
+                let dq = self.dqs[q];
+                if dq.tx_ring == 0 || dq.tx_head == dq.tx_tail {
+                    break;
+                }
+                let port = dq.port as usize;
+                if let Some(tb) = self.limiter[port].as_mut() {
+                    if !tb.refill(now) {
+                        break;
+                    }
+                }
+                let app = self.apps[slot].as_mut().expect("caller checked");
+                let d = app.desc(dq.tx_ring, dq.tx_head);
+                let buf = d.qw0.load(Ordering::Relaxed) as usize;
+                let qw1 = d.qw1.load(Ordering::Relaxed);
+                let len = (qw1 & desc::LEN_MASK) as usize;
+                let ok = qw1 & desc::TX_EOP != 0
+                    && (crate::wire::MIN_FRAME..=desc::BUF_SIZE).contains(&len)
+                    && app.in_region(buf, len);
+                let mut done = desc::TX_DD;
+                if ok {
+                    let frame = &mut self.txbuf[..len];
+                    app.read(buf, frame);
+                    self.pcie
+                        .record_dma_read(TrafficClass::Data, buf as u64, len as u64);
+                    let mut t = now;
+                    if let Some(off) = self.ts_offset[port] {
+                        t = self.clock.now_ns();
+                        if off + 4 <= len {
+                            frame[off..off + 4].copy_from_slice(&(t as u32).to_le_bytes());
+                        }
+                    }
+                    port::transmit(ports, port, frame, t);
+                    let qc = &mut self.dq_counters[q];
+                    qc.tx_frames += 1;
+                    qc.tx_bytes += len as u64;
+                    self.frames += 1;
+                    if let Some(tb) = self.limiter[port].as_mut() {
+                        tb.take(crate::wire::flits(len) as u64);
+                    }
+                } else {
+                    self.dq_counters[q].tx_bad_descriptor += 1;
+                    done |= desc::TX_ERR;
+                }
+                if qw1 & desc::TX_RS != 0 || !ok {
+                    // SYNC POINT F (Release): pairs with software's Acquire
+                    // load of `qw1` before it reclaims buffers up to here.
+                    d.qw1.store(qw1 | done, Ordering::Release);
+                    self.pcie.record_dma_write(
+                        TrafficClass::Descriptor,
+                        (dq.tx_ring + dq.tx_head as usize * 16) as u64,
+                        16,
+                    );
+                }
+                if !ok {
+                    app.counters.reject_bad_descriptor += 1;
+                }
+                self.dqs[q].tx_head = (dq.tx_head + 1) & dq.tx_mask;
+                n += 1;
+            }
+            sent += n;
+        }
+        sent
+    }
+
+    /// Whether `target` is a descriptor queue owned by app `slot` with RX
+    /// enabled; its port.
+    pub(super) fn desc_target(&self, slot: usize, target: u64) -> Option<u16> {
+        let app = self.apps[slot].as_ref()?;
+        let q = target.checked_sub(layout::DESC_TARGET_BASE as u64)?;
+        if q < app.desc_base as u64 || q >= (app.desc_base + app.desc_count) as u64 {
+            return None;
+        }
+        let dq = &self.dqs[q as usize];
+        (dq.rx_ring != 0).then_some(dq.port)
+    }
+
+    pub(super) fn queue_counters(&self, q: usize) -> &QueueCounters {
+        &self.dq_counters[q]
+    }
+}
+
+/// Accounts descriptor fetches for `n` descriptors from index `from`:
+/// reads of `f` descriptors, never across the end of the ring.
+fn fetch(pcie: &mut pcie_model::PcieCounters, f: u32, ring: usize, from: u32, n: u32, mask: u32) {
+    let mut i = from;
+    let mut left = n;
+    while left > 0 {
+        let till_end = mask + 1 - i;
+        let k = left.min(f).min(till_end);
+        pcie.record_dma_read(
+            TrafficClass::Descriptor,
+            (ring + i as usize * 16) as u64,
+            k as u64 * 16,
+        );
+        i = (i + k) & mask;
+        left -= k;
+    }
+}
+
+fn flush_wb(pcie: &mut pcie_model::PcieCounters, dq: &mut DescQueue) {
+    let addr = dq.rx_ring + dq.rx_wb_first as usize * 16;
+    pcie.record_dma_write(
+        TrafficClass::Descriptor,
+        addr as u64,
+        dq.rx_wb_pending as u64 * 16,
+    );
+    dq.rx_wb_pending = 0;
+}
