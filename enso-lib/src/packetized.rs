@@ -152,8 +152,10 @@ impl Device {
             tx_bufs: vec![u32::MAX; tx_n as usize].into_boxed_slice(),
             stats: QueueStats::default(),
         };
-        // Post every RX descriptor but one (a full ring looks empty).
-        for i in 0..rx_n - 1 {
+        // Post every RX descriptor but one block: refills then stay in
+        // aligned blocks of RX_FREE_THRESH, as DPDK's ixgbe re-arms them,
+        // so descriptor fetches stay aligned.
+        for i in 0..rx_n - RX_FREE_THRESH {
             let Some(b) = self.pkt.free.pop() else {
                 return Err(AllocError::NoMemory);
             };
@@ -165,7 +167,7 @@ impl Device {
             d.qw1.store(0, Ordering::Relaxed);
             qs.rx_bufs[i as usize] = b;
         }
-        qs.rx_tail = rx_n - 1;
+        qs.rx_tail = rx_n - RX_FREE_THRESH;
         let bits = |n: u32| port | n.trailing_zeros() << desc::LOG2_SHIFT;
         self.mmio_write(reg_addr(q, reg::RX_MEM_LOW), rx_ring as u32 | bits(rx_n))?;
         self.mmio_write(reg_addr(q, reg::RX_MEM_HIGH), (rx_ring >> 32) as u32)?;
@@ -227,7 +229,9 @@ impl Device {
             return Err(RecvError::ForeignPipe);
         };
         let mut n = 0;
-        while n < max {
+        // Only slots posted to the NIC: consumed slots waiting for a refill
+        // still carry their old DD bit.
+        while n < max && qs.rx_next != qs.rx_tail {
             let i = qs.rx_next;
             // SAFETY: as `desc_at`: slot `i` of this queue's RX ring.
             let d = unsafe { &*(base.add(qs.rx_ring + i as usize * 16) as *const Descriptor) };
@@ -263,9 +267,12 @@ impl Device {
         let pool_off = self.pkt.pool_off;
         let qs = &mut self.pkt.queues[qi];
         let mut posted = 0;
-        while qs.rx_pending > 0 {
+        // Whole blocks only, so the tail stays block aligned.
+        let mut budget = qs.rx_pending / RX_FREE_THRESH * RX_FREE_THRESH;
+        while budget > 0 {
+            budget -= 1;
             let Some(b) = self.pkt.free.pop() else {
-                qs.stats.rx_nombuf += qs.rx_pending as u64;
+                qs.stats.rx_nombuf += budget as u64 + 1;
                 break;
             };
             let i = qs.rx_tail;
