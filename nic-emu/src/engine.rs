@@ -546,7 +546,7 @@ impl Engine {
                     let Some(f) = fifo.front_ready(now) else {
                         break;
                     };
-                    core.deliver(i, &mut p.counters, f);
+                    core.deliver(i, &mut p.counters, f, None);
                     fifo.pop();
                     n += 1;
                 }
@@ -554,7 +554,7 @@ impl Engine {
             }
             if let Wire::Generator(g) = &mut p.wire {
                 let counters = &mut p.counters;
-                work += g.emit(now, |f| core.deliver(i, counters, f));
+                work += g.emit(now, |f, c| core.deliver(i, counters, f, c));
             }
         }
         for slot in 0..core.apps.len() {
@@ -743,10 +743,20 @@ impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
     /// its pipe, or count why not.
     #[inline]
-    fn deliver(&mut self, port: usize, pc: &mut PortCounters, frame: &[u8]) {
+    fn deliver(
+        &mut self,
+        port: usize,
+        pc: &mut PortCounters,
+        frame: &[u8],
+        pre: Option<&wire::Classified>,
+    ) {
         pc.rx_frames += 1;
         pc.rx_bytes += frame.len() as u64;
-        let (place, key) = match wire::classify(frame) {
+        let c = match pre {
+            Some(c) => Ok(*c),
+            None => wire::classify_full(frame),
+        };
+        let c = match c {
             Ok(x) => x,
             Err(FrameError::Oversize) => {
                 pc.drop_oversize += 1;
@@ -757,7 +767,9 @@ impl Core {
                 return;
             }
         };
-        let Some(pid) = steering::steer(&self.flows, &mut self.fallback[port], port as u16, &key)
+        let place = c.place;
+        let Some(pid) =
+            steering::steer_classified(&self.flows, &mut self.fallback[port], port as u16, &c)
         else {
             pc.drop_no_match += 1;
             return;

@@ -4,7 +4,7 @@
 use crate::config::{GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
 use crate::counters::{GeneratorCounters, PortCounters};
 use crate::testframe::{FrameKind, TestFrames};
-use crate::wire::MAX_FRAME;
+use crate::wire::{Classified, MAX_FRAME};
 
 /// Frames a port's inbound FIFO holds (loopback and cables).
 pub const WIRE_FIFO_FRAMES: usize = 4096;
@@ -88,8 +88,10 @@ pub struct Generator {
     pub counters: GeneratorCounters,
     /// One bit per sequence number, when the count is bounded.
     seen: Vec<u64>,
-    /// Cached frames by (kind, size index, flow) when that space is small.
-    templates: Vec<Option<Box<[u8]>>>,
+    /// Cached frames by (kind, size index, flow) when that space is small,
+    /// with their classification (headers do not change with the sequence
+    /// number, so neither does it).
+    templates: Vec<Option<(Box<[u8]>, Option<Classified>)>>,
     cache_sizes: Vec<usize>,
     start_ns: Option<u64>,
     /// Flow of the next frame (round robin, kept as a counter: no division
@@ -174,9 +176,14 @@ impl Generator {
         n
     }
 
-    /// Sends up to one burst: calls `deliver` with each frame.
+    /// Sends up to one burst: calls `deliver` with each frame (and its
+    /// classification when the frame comes from a cached template).
     #[inline]
-    pub fn emit(&mut self, now_ns: u64, mut deliver: impl FnMut(&[u8])) -> usize {
+    pub fn emit(
+        &mut self,
+        now_ns: u64,
+        mut deliver: impl FnMut(&[u8], Option<&Classified>),
+    ) -> usize {
         let n = self.allowance(now_ns);
         for _ in 0..n {
             let seq = self.next_seq;
@@ -193,10 +200,10 @@ impl Generator {
                 (crate::config::mix64(seq ^ 0x5555) % nk as u64) as usize
             };
             let kind = self.cfg.kinds[ki];
-            let frame: &mut [u8] = if self.templates.is_empty() {
+            let (frame, class): (&mut [u8], Option<&Classified>) = if self.templates.is_empty() {
                 let len = self.cfg.sizes.size_for(seq);
                 let n = self.frames.build(kind, seq, flow, len, &mut self.scratch);
-                &mut self.scratch[..n]
+                (&mut self.scratch[..n], None)
             } else {
                 let si = match self.cache_sizes.len() {
                     1 => 0,
@@ -211,15 +218,16 @@ impl Generator {
                         .frames
                         .build(kind, seq, flow, self.cache_sizes[si], &mut b);
                     b.truncate(n);
-                    *slot = Some(b.into_boxed_slice());
+                    let c = crate::wire::classify_full(&b).ok();
+                    *slot = Some((b.into_boxed_slice(), c));
                 }
-                let t = slot.as_mut().expect("template just filled");
+                let (t, c) = slot.as_mut().expect("template just filled");
                 patch_seq(t, kind, seq);
-                t
+                (&mut t[..], c.as_ref())
             };
             self.counters.sent += 1;
             self.counters.sent_bytes += frame.len() as u64;
-            deliver(frame);
+            deliver(frame, class);
         }
         n as usize
     }
@@ -397,7 +405,7 @@ mod tests {
         let mut g = Generator::new(cfg);
         let mut sent = vec![];
         while !g.finished() {
-            g.emit(0, |f| sent.push(f.to_vec()));
+            g.emit(0, |f, _| sent.push(f.to_vec()));
         }
         assert_eq!(sent.len(), 10);
         for f in &sent {
@@ -421,16 +429,16 @@ mod tests {
             burst: 1000,
             ..Default::default()
         });
-        let mut n = g.emit(0, |_| {});
+        let mut n = g.emit(0, |_, _| {});
         assert_eq!(n, 1);
-        n += g.emit(10_000, |_| {}); // 10 us at 1 Mpps: 10 more are due
+        n += g.emit(10_000, |_, _| {}); // 10 us at 1 Mpps: 10 more are due
         assert_eq!(n, 11);
         let mut g = Generator::new(GeneratorConfig {
             max_in_flight: Some(5),
             burst: 100,
             ..Default::default()
         });
-        assert_eq!(g.emit(0, |_| {}), 5);
-        assert_eq!(g.emit(0, |_| {}), 0);
+        assert_eq!(g.emit(0, |_, _| {}), 5);
+        assert_eq!(g.emit(0, |_, _| {}), 0);
     }
 }

@@ -247,8 +247,8 @@ impl Fallback {
     #[inline]
     pub fn choose(&mut self, hash: u32) -> Option<u32> {
         let n = self.pipes.len();
-        if n == 0 {
-            return None;
+        if n <= 1 {
+            return self.pipes.first().copied();
         }
         let i = if self.round_robin {
             let i = self.next % n;
@@ -261,6 +261,23 @@ impl Fallback {
         };
         Some(self.pipes[i])
     }
+}
+
+/// The target of a classified frame (its flow hash already computed), or
+/// `None` if it is to be dropped.
+#[inline]
+pub fn steer_classified(
+    table: &FlowTable,
+    fallback: &mut Fallback,
+    port: u16,
+    c: &crate::wire::Classified,
+) -> Option<u32> {
+    if let SteerKey::Ipv4 { tuple, syn } = &c.key {
+        if let Some(t) = table.lookup(port, tuple, *syn) {
+            return Some(t);
+        }
+    }
+    fallback.choose(c.hash)
 }
 
 /// The pipe a frame goes to, or `None` if it is to be dropped.

@@ -292,6 +292,28 @@ pub fn steer_key(frame: &[u8]) -> SteerKey {
     SteerKey::Other { hash: h }
 }
 
+/// Everything the NIC's receive path needs to know about a frame: where it
+/// goes in a pipe, what it steers on, and its flow hash. Depends only on the
+/// headers, so a sender of template frames can compute it once per template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classified {
+    pub place: Placement,
+    pub key: SteerKey,
+    /// Flow hash for fallback selection ([`hash_tuple`] for IPv4).
+    pub hash: u32,
+}
+
+/// [`classify`] plus the flow hash.
+#[inline]
+pub fn classify_full(frame: &[u8]) -> Result<Classified, FrameError> {
+    let (place, key) = classify(frame)?;
+    let hash = match &key {
+        SteerKey::Ipv4 { tuple, .. } => hash_tuple(tuple),
+        SteerKey::Other { hash } => *hash,
+    };
+    Ok(Classified { place, key, hash })
+}
+
 /// [`place`] and [`steer_key`] together, parsing an untagged IPv4 frame's
 /// headers once (the NIC's per-frame path).
 #[inline]
