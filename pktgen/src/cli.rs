@@ -107,8 +107,15 @@ pub struct Args {
     /// Seed for size mixes and ranges.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
-    /// Write a JSON report (configuration, samples, totals, loss, latency).
-    #[arg(long, value_name = "FILE")]
+    /// Write a JSON report (configuration, samples, totals, loss, latency,
+    /// device counters) to FILE, or to standard output with `--json` alone
+    /// or `--json -` (the summary then goes to standard error).
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "-"
+    )]
     pub json: Option<PathBuf>,
     /// Write received frames to this pcap file (nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
@@ -130,13 +137,26 @@ pub struct Args {
     /// (default 64,128,256,512,1024,1280,1518).
     #[arg(long, value_name = "SIZES", value_delimiter = ',')]
     pub sizes: Option<Vec<usize>>,
-    /// Name of the emulated NIC to attach to.
-    #[arg(long, value_name = "NAME", default_value = "enso0")]
-    pub device: String,
+    /// Name of the emulated NIC to attach to (default enso0).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
     /// Directory holding the NIC's device directory (default: the NIC's).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Port of the NIC to send and receive on (default 0).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u32>,
+    /// Start an emulated NIC in this process, with port 0 cabled to port 1
+    /// and an echo server on port 1, and generate on port 0.
+    #[arg(long)]
+    pub in_process: bool,
 }
+
+/// NIC name used when `--device` is not given.
+pub const DEFAULT_DEVICE: &str = "enso0";
+
+/// What `--json` alone means: standard output.
+pub const STDOUT: &str = "-";
 
 /// Where the frames come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -190,6 +210,19 @@ pub struct Config {
     pub device: String,
     /// NIC directory.
     pub dir: Option<PathBuf>,
+    /// Port to send and receive on.
+    #[serde(default)]
+    pub port: u32,
+    /// Run against a NIC and echo server started in this process.
+    #[serde(default)]
+    pub in_process: bool,
+}
+
+impl Config {
+    /// Whether the JSON report goes to standard output.
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some(std::path::Path::new(STDOUT))
+    }
 }
 
 /// Arguments that parse but do not go together, or files that are not
@@ -236,6 +269,9 @@ pub enum ConfigError {
     /// Bad traffic.
     #[error("{0}")]
     Traffic(#[from] TrafficError),
+    /// An option that names an outside NIC, with `--in-process`.
+    #[error("{0} does not apply to --in-process (it starts its own NIC: the generator on port 0, an echo server on port 1)")]
+    NotForInProcess(&'static str),
     /// A number out of range.
     #[error("{what} must be {range}, not {value}")]
     OutOfRange {
@@ -364,6 +400,17 @@ impl Args {
             }
         };
 
+        if self.in_process {
+            let outside = [
+                ("--device", self.device.is_some()),
+                ("--dir", self.dir.is_some()),
+                ("--port", self.port.is_some()),
+            ];
+            if let Some((flag, _)) = outside.iter().find(|(_, set)| *set) {
+                return Err(ConfigError::NotForInProcess(flag));
+            }
+        }
+
         let zero_loss = if self.zero_loss {
             Some(self.search_config(&rate)?)
         } else {
@@ -395,8 +442,13 @@ impl Args {
             json: self.json.clone(),
             capture: self.capture.clone(),
             zero_loss,
-            device: self.device.clone(),
+            device: self
+                .device
+                .clone()
+                .unwrap_or_else(|| DEFAULT_DEVICE.to_string()),
             dir: self.dir.clone(),
+            port: self.port.unwrap_or(0),
+            in_process: self.in_process,
         })
     }
 
@@ -683,6 +735,41 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1e300s").is_err());
         assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn device_port_and_in_process() {
+        let c = run(&[]).unwrap();
+        assert_eq!(
+            (c.device.as_str(), c.port, c.in_process),
+            ("enso0", 0, false)
+        );
+        let c = run(&["--device", "dev0", "--dir", "/tmp", "--port", "1"]).unwrap();
+        assert_eq!((c.device.as_str(), c.port), ("dev0", 1));
+        assert_eq!(c.dir.as_deref(), Some(std::path::Path::new("/tmp")));
+        assert!(run(&["--in-process"]).unwrap().in_process);
+        for flag in ["--device", "--dir", "--port"] {
+            let m = err(&["--in-process", flag, "1"]);
+            assert!(
+                m.starts_with(&format!("{flag} does not apply to --in-process")),
+                "{m}"
+            );
+        }
+        assert!(err(&["--port", "x"]).contains("--port"));
+    }
+
+    #[test]
+    fn json_alone_means_standard_output() {
+        let c = run(&["--json"]).unwrap();
+        assert!(c.json_to_stdout());
+        let c = run(&["--rtt", "--json", "-"]).unwrap();
+        assert!(c.json_to_stdout());
+        let c = run(&["--json", "r.json", "--rtt"]).unwrap();
+        assert_eq!(c.json.as_deref(), Some(std::path::Path::new("r.json")));
+        assert!(!c.json_to_stdout());
+        let c = run(&["--json=r.json"]).unwrap();
+        assert!(!c.json_to_stdout());
+        assert!(run(&[]).unwrap().json.is_none());
     }
 
     #[test]

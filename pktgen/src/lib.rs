@@ -5,7 +5,7 @@
 //! port ranges, rates in Gb/s or Mpps, HDR latency percentiles next to loss,
 //! JSON reports, an RFC 2544 zero-loss throughput search).
 //!
-//! This crate holds the parts that do not touch the NIC:
+//! The parts that do not touch the NIC:
 //!
 //! | module     | job                                                        |
 //! |------------|------------------------------------------------------------|
@@ -16,6 +16,16 @@
 //! | [`search`] | the zero-loss throughput search, over any [`search::Trial`] |
 //! | [`report`] | the JSON report                                            |
 //! | [`cli`]    | command-line arguments and their validation                |
+//!
+//! The parts that run traffic through a NIC, with the `enso` library:
+//!
+//! | module        | job                                                     |
+//! |---------------|---------------------------------------------------------|
+//! | [`stream`]    | the frames of a run, laid out once for the NIC          |
+//! | [`session`]   | device handles and pipes; one run: send, receive, count |
+//! | [`zeroloss`]  | the zero-loss search's trials against a device          |
+//! | [`inprocess`] | a NIC and an echo server in this process                |
+//! | [`app`]       | the `pktgen` command                                    |
 //!
 //! # Sizes and rates: one convention
 //!
@@ -31,12 +41,17 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod app;
 pub mod cli;
+pub mod inprocess;
 pub mod pcap;
 pub mod rate;
 pub mod report;
 pub mod search;
+pub mod session;
 pub mod stats;
+pub mod stream;
 pub mod traffic;
+pub mod zeroloss;
 
 mod serde_util;

@@ -3,10 +3,12 @@
 //! zero-loss search if one ran. It deserialises too, so experiments can read
 //! reports back.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nic_emu::counters::PortCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Config;
@@ -32,10 +34,48 @@ impl ClockInfo {
         }
     }
 
-    /// The NIC's timestamp clock: 200 MHz, 5 ns.
+    /// The real NIC's timestamp clock: 200 MHz, 5 ns.
     pub fn nic() -> Self {
         Self::new("nic-200mhz", 1e9 / NIC_CLOCK_HZ)
     }
+
+    /// The emulated NIC's timestamp clock: CLOCK_MONOTONIC in ns (Linux
+    /// high-resolution timers: 1 ns), stamped as its low 32 bits.
+    pub fn emulated_nic() -> Self {
+        Self::new("clock_monotonic", 1.0)
+    }
+}
+
+/// What the NIC counted while the run went on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    /// The NIC's name.
+    pub name: String,
+    /// The port the generator used.
+    pub port: u32,
+    /// Frames the NIC did not deliver during the run, by cause (every port
+    /// and pipe of the device, so the device under test's drops are here
+    /// too).
+    pub drops: BTreeMap<String, u64>,
+    /// Sum of `drops`.
+    pub total_drops: u64,
+    /// Of `drops`, those in the generator's own RX pipes: frames that came
+    /// back but that the generator did not take in time.
+    #[serde(default)]
+    pub generator_drops: BTreeMap<String, u64>,
+    /// Per port, what changed during the run.
+    pub ports: Vec<PortReport>,
+}
+
+/// One port's counters over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortReport {
+    /// Port number.
+    pub port: usize,
+    /// What is at the other end (e.g. `cable:1`).
+    pub wire: String,
+    /// Counters over the run.
+    pub counters: PortCounters,
 }
 
 /// Everything a run produced.
@@ -63,6 +103,9 @@ pub struct Report {
     pub latency: Option<LatencySummary>,
     /// The zero-loss search, when one ran.
     pub zero_loss: Option<SearchResult>,
+    /// What the NIC counted, when its counters could be read.
+    #[serde(default)]
+    pub device: Option<DeviceReport>,
     /// Anything a reader must know to trust the numbers (e.g. more busy
     /// threads than cores).
     pub notes: Vec<String>,
@@ -86,6 +129,7 @@ impl Report {
             loss: Loss::default(),
             latency: None,
             zero_loss: None,
+            device: None,
             notes: Vec::new(),
         }
     }

@@ -1,0 +1,572 @@
+//! The `pktgen` command: parses the command line, prepares the frames,
+//! attaches to a device (or starts one in this process), runs traffic or the
+//! zero-loss search, and writes the live lines, CSV, capture, RTT histogram,
+//! summary and JSON report.
+//!
+//! Every failure ends as one line on standard error (`pktgen: ...`) and a
+//! non-zero exit status: 2 for a command line that is refused, 1 for
+//! anything else, and 1 (as EnsōGen) when RTT is measured and fewer or more
+//! frames came back than were sent.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use nic_emu::counters::PortCounters;
+use nic_emu::Stats;
+
+use crate::cli::{self, CliError, Config};
+use crate::inprocess::{InProcessNic, InProcessOptions, GENERATOR_PORT};
+use crate::pcap::{CaptureError, CaptureWriter};
+use crate::rate::{RateError, DEFAULT_MAX_DEN};
+use crate::report::{ClockInfo, DeviceReport, PortReport, Report};
+use crate::search::{search_with_progress, SearchError, SearchResult};
+use crate::session::{
+    Drain, FileCapture, RunError, RunOutcome, RunPlan, Session, SessionError, SessionOptions,
+};
+use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder};
+use crate::stream::{StreamError, TxStream};
+use crate::zeroloss::DeviceTrial;
+
+/// Directory of standalone devices when `--dir` is not given.
+pub const DEFAULT_DIR: &str = "/dev/shm";
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The frames could not be prepared (missing or bad pcap).
+    #[error("{0}")]
+    Stream(#[from] StreamError),
+    /// Attaching to a standalone device failed.
+    #[error("cannot attach to device '{name}' in {}: {source}{hint}", dir.display())]
+    Attach {
+        /// Its name.
+        name: String,
+        /// Its directory's parent.
+        dir: PathBuf,
+        /// Why.
+        source: SessionError,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// The in-process device did not start.
+    #[error("in-process device: {0}")]
+    InProcess(String),
+    /// Setting up pipes on the in-process device failed.
+    #[error("{0}")]
+    Session(SessionError),
+    /// The run failed.
+    #[error("{0}")]
+    Run(#[from] RunError),
+    /// The rate cannot be set on the NIC's limiter.
+    #[error("rate {rate}: {source}")]
+    Rate {
+        /// The rate asked for.
+        rate: String,
+        /// Why.
+        source: RateError,
+    },
+    /// An output file could not be written.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The capture file could not be written.
+    #[error("{0}")]
+    Capture(#[from] CaptureError),
+    /// A zero-loss trial failed.
+    #[error("zero-loss search: {0}")]
+    Search(String),
+}
+
+/// Runs the command with `args` (the first is the program name).
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cfg = match cli::parse(args) {
+        Ok(c) => c,
+        Err(CliError::Usage(e)) if !e.use_stderr() => {
+            // --help, --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("pktgen: {}", e.message());
+            return ExitCode::from(2);
+        }
+    };
+    match execute(&cfg) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pktgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn file_error(path: &Path) -> impl FnOnce(io::Error) -> AppError + '_ {
+    move |source| AppError::File {
+        path: path.into(),
+        source,
+    }
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, AppError> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(file_error(path))
+}
+
+/// The device under test and how to read its counters.
+enum Dut {
+    Standalone { devdir: PathBuf },
+    InProcess(InProcessNic),
+}
+
+impl Dut {
+    /// The device's counters now (a standalone device's snapshot is at most
+    /// 200 ms old; with `fresh_after`, one written after that time is
+    /// awaited for up to a second).
+    fn stats(&self, fresh_after: Option<SystemTime>) -> Option<Stats> {
+        match self {
+            Dut::InProcess(n) => Some(n.nic().stats()),
+            Dut::Standalone { devdir } => {
+                if let Some(t) = fresh_after {
+                    let file = devdir.join(nic_emu::device::STATS_FILE);
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < Duration::from_secs(1) {
+                        let written = std::fs::metadata(&file).and_then(|m| m.modified());
+                        if written.is_ok_and(|w| w > t) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                nic_emu::device::read_stats(devdir).ok()
+            }
+        }
+    }
+}
+
+/// Ctrl-C (and SIGTERM) end the run and still print the results; a second
+/// one exits at once.
+fn install_signals(stop: &Arc<AtomicBool>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+}
+
+fn attach(cfg: &Config) -> Result<(Session, Dut), AppError> {
+    let opts = SessionOptions {
+        queues: cfg.queues,
+        port: cfg.port,
+    };
+    if cfg.in_process {
+        let nic = InProcessNic::start(&InProcessOptions {
+            echo_pipes: cfg.queues.min(64),
+            ..InProcessOptions::default()
+        })
+        .map_err(AppError::InProcess)?;
+        let s = Session::attach_nic(
+            nic.nic(),
+            SessionOptions {
+                port: GENERATOR_PORT,
+                ..opts
+            },
+        )
+        .map_err(AppError::Session)?;
+        return Ok((s, Dut::InProcess(nic)));
+    }
+    let dir = cfg
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    match Session::open(&dir, &cfg.device, opts) {
+        Ok(s) => {
+            let devdir = dir.join(format!("enso-{}", cfg.device));
+            Ok((s, Dut::Standalone { devdir }))
+        }
+        Err(source) => {
+            let hint = match &source {
+                SessionError::Attach(enso::AttachError::Device(m)) if m.contains("cannot reach") => {
+                    " (is it running? start one with `nic-emu run --name NAME`, or use --in-process)"
+                }
+                _ => "",
+            };
+            Err(AppError::Attach {
+                name: cfg.device.clone(),
+                dir,
+                source,
+                hint,
+            })
+        }
+    }
+}
+
+/// Busy threads of this process, for the CPU-sharing note.
+fn busy_threads(cfg: &Config) -> usize {
+    let generator = if cfg.single_core { 1 } else { 2 };
+    if cfg.in_process {
+        generator + 2 // the NIC engine and the echo server
+    } else {
+        generator
+    }
+}
+
+fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    install_signals(&stop);
+    let stream = TxStream::from_source(&cfg.traffic)?;
+    // The NIC's limiter setting for a run (a search sets its own per trial).
+    let limit = match cfg.zero_loss {
+        Some(_) => None,
+        None => Some(
+            cfg.rate
+                .rate_limit(&stream.profile(), DEFAULT_MAX_DEN)
+                .map_err(|source| AppError::Rate {
+                    rate: cfg.rate.to_string(),
+                    source,
+                })?,
+        ),
+    };
+
+    // Outputs first: a bad path fails before any traffic is sent.
+    let mut csv = match &cfg.save {
+        Some(p) => Some(CsvWriter::new(create(p)?, cfg.rtt).map_err(file_error(p))?),
+        None => None,
+    };
+    let mut capture: Option<FileCapture> = match &cfg.capture {
+        Some(p) => Some(CaptureWriter::create(p)?),
+        None => None,
+    };
+    let hist_out = match &cfg.rtt_hist {
+        Some(p) => Some((p, create(p)?)),
+        None => None,
+    };
+    let json_out = match &cfg.json {
+        Some(p) if !cfg.json_to_stdout() => Some((p, create(p)?)),
+        _ => None,
+    };
+
+    let (mut session, dut) = attach(cfg)?;
+    let mut report = Report::new(cfg.clone(), ClockInfo::emulated_nic());
+    report.frames = Some(stream.profile());
+    notes(cfg, &stream, &mut report);
+    for n in &report.notes {
+        eprintln!("pktgen: note: {n}");
+    }
+    let before = dut.stats(None);
+    let mut code = ExitCode::SUCCESS;
+    let mut outcome = None;
+
+    if let Some(search_cfg) = &cfg.zero_loss {
+        let mut trial = DeviceTrial::new(&mut session, cfg.traffic.clone());
+        trial.single_core = cfg.single_core;
+        trial.core = cfg.core;
+        trial.stop = Some(&stop);
+        let res = search_with_progress(search_cfg, &mut trial, |t| {
+            let size = t
+                .spec
+                .size
+                .map_or("traffic".to_string(), |s| format!("{s} B"));
+            eprintln!(
+                "zero-loss {size} at {:.3} Gb/s: sent {}, received {}{}",
+                t.spec.rate_gbps,
+                t.outcome.sent,
+                t.outcome.received,
+                if t.lossless { ", no loss" } else { ", loss" }
+            );
+        });
+        report.zero_loss = Some(match res {
+            Ok(r) => r,
+            Err(SearchError::Config(e)) => return Err(AppError::Search(e.to_string())),
+            Err(SearchError::Trial(e)) => return Err(AppError::Search(e.to_string())),
+        });
+    } else {
+        let plan = RunPlan {
+            limit,
+            count: cfg.count,
+            duration: cfg.duration,
+            timestamp_offset: cfg.rtt.then_some(cfg.timestamp_offset),
+            single_core: cfg.single_core,
+            core: cfg.core,
+            stats_delay: cfg.stats_delay,
+            drain: Drain::RUN,
+            stop: Some(&stop),
+            ..RunPlan::new(&stream)
+        };
+        let mut rec = Recorder::new();
+        let mut csv_err = None;
+        let mut sample = |rec: &mut Recorder, c: &crate::stats::Counters, at: Duration| {
+            let s = rec.record(*c, at);
+            eprintln!("{}", live_line(s));
+            if let Some(w) = csv.as_mut() {
+                if let Err(e) = w.write(s) {
+                    csv_err.get_or_insert(e);
+                }
+            }
+        };
+        let out = session.run(&plan, capture.as_mut(), &mut |c, at| {
+            sample(&mut rec, c, at)
+        })?;
+        let last_at = rec.samples().last().map_or(Duration::ZERO, |s| s.at);
+        if out.elapsed > last_at {
+            sample(&mut rec, &out.counters, out.elapsed);
+        }
+        if let (Some(e), Some(p)) = (csv_err, &cfg.save) {
+            return Err(file_error(p)(e));
+        }
+        report.finish(&rec, out.rtt.as_ref());
+        if cfg.rtt && out.counters.rx_packets != out.counters.tx_packets {
+            code = ExitCode::FAILURE;
+        }
+        outcome = Some(out);
+    }
+
+    if let Some(after) = dut.stats(Some(SystemTime::now())) {
+        report.device = Some(device_report(
+            session.device_name().to_string(),
+            session.port(),
+            session.rx_app_id(),
+            before.as_ref(),
+            &after,
+        ));
+    }
+    drop(session);
+    if let Dut::InProcess(nic) = dut {
+        if let Err(e) = nic.stop() {
+            report.notes.push(e.clone());
+            eprintln!("pktgen: note: {e}");
+        }
+    }
+
+    if let Some(w) = csv {
+        let p = cfg.save.as_deref().unwrap_or(Path::new(""));
+        w.finish().map_err(file_error(p))?;
+    }
+    if let Some(w) = capture {
+        w.finish()?;
+    }
+    if let (Some((p, w)), Some(h)) = (hist_out, outcome.as_ref().and_then(|o| o.rtt.as_ref())) {
+        h.write_rtt_hist(w).map_err(file_error(p))?;
+    }
+
+    // The summary goes to standard output unless the JSON report does.
+    let mut summary: Box<dyn Write> = if cfg.json_to_stdout() {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    };
+    let _ = write_summary(&mut summary, &report, outcome.as_ref());
+    drop(summary);
+    if cfg.json_to_stdout() {
+        println!("{}", report.to_json());
+    } else if let Some((p, mut w)) = json_out {
+        writeln!(w, "{}", report.to_json())
+            .and_then(|()| w.flush())
+            .map_err(file_error(p))?;
+    }
+    Ok(code)
+}
+
+fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = busy_threads(cfg);
+    if busy > cores {
+        report.notes.push(format!(
+            "{busy} busy threads ({}) share {cores} cores: rates are bound by CPU sharing, not by the interface",
+            if cfg.in_process {
+                "NIC engine, echo server, generator"
+            } else {
+                "generator"
+            }
+        ));
+    }
+    if cfg.rtt && stream.non_ipv4() > 0 {
+        report.notes.push(format!(
+            "{} of {} frames are not IPv4: the timestamp at offset {} overwrites their headers",
+            stream.non_ipv4(),
+            stream.set_len(),
+            cfg.timestamp_offset
+        ));
+    }
+    if stream.flows_left_out() > 0 {
+        report.notes.push(format!(
+            "{} flows are not sent: one pass of synthetic traffic holds at most {} frames",
+            stream.flows_left_out(),
+            stream.set_len()
+        ));
+    }
+}
+
+fn write_summary(
+    w: &mut dyn Write,
+    report: &Report,
+    outcome: Option<&RunOutcome>,
+) -> io::Result<()> {
+    if let Some(z) = &report.zero_loss {
+        return write_search(w, z);
+    }
+    let t = &report.totals;
+    let secs = t.at.as_secs_f64();
+    writeln!(
+        w,
+        "TX {} frames, {} bytes in {secs:.3} s: {:.3} Gb/s, {:.3} Mpps",
+        t.tx.packets,
+        t.tx.bytes,
+        t.tx.tput_mbps / 1e3,
+        t.tx.pkt_rate_kpps / 1e3
+    )?;
+    writeln!(
+        w,
+        "RX {} frames, {} bytes: {:.3} Gb/s, {:.3} Mpps",
+        t.rx.packets,
+        t.rx.bytes,
+        t.rx.tput_mbps / 1e3,
+        t.rx.pkt_rate_kpps / 1e3
+    )?;
+    writeln!(w, "{}", summary_line(&report.loss, report.latency.as_ref()))?;
+    if let Some(d) = &report.device {
+        if d.total_drops > 0 {
+            let causes: Vec<String> = d
+                .drops
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let mine: u64 = d.generator_drops.values().sum();
+            writeln!(
+                w,
+                "NIC drops during the run: {} ({}); {mine} of them in the generator's RX pipes",
+                d.total_drops,
+                causes.join(", ")
+            )?;
+        }
+    }
+    if outcome.is_some_and(|o| o.interrupted) {
+        writeln!(w, "interrupted")?;
+    }
+    Ok(())
+}
+
+fn write_search(w: &mut dyn Write, z: &SearchResult) -> io::Result<()> {
+    for s in &z.sizes {
+        let size = s.size.map_or("traffic".to_string(), |s| format!("{s} B"));
+        let mpps = s
+            .rate_mpps
+            .map_or(String::new(), |m| format!(" ({m:.3} Mpps)"));
+        writeln!(
+            w,
+            "zero-loss {size}: {:.3} Gb/s{mpps}, {} trials{}",
+            s.rate_gbps,
+            s.trials.len(),
+            if s.converged { "" } else { ", not converged" }
+        )?;
+    }
+    Ok(())
+}
+
+/// What changed in the device's counters between two snapshots; the
+/// generator's RX pipes belong to application `rx_app`.
+pub fn device_report(
+    name: String,
+    port: u32,
+    rx_app: u32,
+    before: Option<&Stats>,
+    after: &Stats,
+) -> DeviceReport {
+    let zero = Stats::default();
+    let before = before.unwrap_or(&zero);
+    let app_drops = |s: &Stats| {
+        let pipes = s
+            .apps
+            .iter()
+            .filter(|a| a.app_id == rx_app)
+            .flat_map(|a| &a.pipes);
+        pipes.fold((0u64, 0u64), |(f, n), p| {
+            (
+                f + p.counters.drop_pipe_full,
+                n + p.counters.drop_notif_ring_full,
+            )
+        })
+    };
+    let (a, b) = (app_drops(after), app_drops(before));
+    let generator_drops = BTreeMap::from([
+        ("pipe_full".to_string(), a.0.saturating_sub(b.0)),
+        ("notif_ring_full".to_string(), a.1.saturating_sub(b.1)),
+    ]);
+    let old = before.drops();
+    let drops: BTreeMap<String, u64> = after
+        .drops()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                v.saturating_sub(old.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .collect();
+    let ports = after
+        .ports
+        .iter()
+        .map(|p| {
+            let b = before
+                .ports
+                .iter()
+                .find(|q| q.port == p.port)
+                .map(|q| q.counters.clone())
+                .unwrap_or_default();
+            PortReport {
+                port: p.port,
+                wire: p.wire.clone(),
+                counters: port_delta(&p.counters, &b),
+            }
+        })
+        .collect();
+    DeviceReport {
+        name,
+        port,
+        total_drops: drops.values().sum(),
+        drops,
+        generator_drops,
+        ports,
+    }
+}
+
+/// `a - b` for every counter (saturating), whatever counters a port has.
+fn port_delta(a: &PortCounters, b: &PortCounters) -> PortCounters {
+    let (Ok(serde_json::Value::Object(mut av)), Ok(serde_json::Value::Object(bv))) =
+        (serde_json::to_value(a), serde_json::to_value(b))
+    else {
+        return a.clone();
+    };
+    for (k, v) in av.iter_mut() {
+        if let (Some(x), Some(y)) = (v.as_u64(), bv.get(k).and_then(serde_json::Value::as_u64)) {
+            *v = x.saturating_sub(y).into();
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(av)).unwrap_or_else(|_| a.clone())
+}
+
+/// Reads back an RTT histogram written with `--rtt-hist` (for tests and
+/// experiments).
+pub fn read_rtt_hist(path: &Path) -> Result<LatencyHistogram, AppError> {
+    let f = File::open(path).map_err(file_error(path))?;
+    LatencyHistogram::read_rtt_hist(io::BufReader::new(f)).map_err(|e| AppError::File {
+        path: path.into(),
+        source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+    })
+}

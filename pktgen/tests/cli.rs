@@ -1,0 +1,260 @@
+//! The `pktgen` binary: errors are one clear line and a non-zero exit, and
+//! runs against an in-process device write what they promise.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use nic_emu::testframe::FrameKind::Ipv4Udp;
+use nic_emu::testframe::TestFrames;
+
+fn pktgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pktgen"))
+        .args(args)
+        .output()
+        .expect("run pktgen")
+}
+
+/// Fails with exactly one line on stderr, starting `pktgen: `, and no panic.
+fn one_line_error(args: &[&str]) -> String {
+    let out = pktgen(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{args:?}: {err}"
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {err}");
+    assert!(lines[0].starts_with("pktgen: "), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    lines[0].to_string()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn wrong_arguments() {
+    assert!(one_line_error(&["--bogus"]).contains("--bogus"));
+    assert!(one_line_error(&["--rate", "fast"]).contains("bad number in rate 'fast'"));
+    assert!(one_line_error(&["--size", "10"]).contains("outside 64..=1540"));
+    assert!(one_line_error(&["744", "1000"]).contains("'744' is not a pcap file"));
+    assert!(one_line_error(&["--queues", "0"]).contains("--queues must be 1..=8192"));
+    assert!(one_line_error(&["--in-process", "--port", "1"]).contains("--port does not apply"));
+    assert!(one_line_error(&["--sizes", "64"]).contains("--sizes needs --zero-loss"));
+    let out = pktgen(&["--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Help is not an error.
+    let out = pktgen(&["--help"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--zero-loss"));
+}
+
+#[test]
+fn missing_and_corrupt_pcaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = one_line_error(&[s(&dir.path().join("none.pcap"))]);
+    assert!(m.contains("none.pcap: cannot open"), "{m}");
+    let garbage = dir.path().join("garbage.pcap");
+    std::fs::write(&garbage, b"this is not a capture file at all").unwrap();
+    assert!(one_line_error(&[s(&garbage), "744", "1000"]).contains("not a pcap file"));
+    // A good pcap cut inside its last record: found when the frames load.
+    let good = common::write_pcap(
+        &dir.path().join("good.pcap"),
+        &common::frames(&[(Ipv4Udp, 60), (Ipv4Udp, 300)]),
+    );
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.path().join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let m = one_line_error(&[s(&cut), "--in-process"]);
+    assert!(m.contains("record 2 is truncated"), "{m}");
+    let empty = dir.path().join("empty.pcap");
+    std::fs::write(&empty, &bytes[..24]).unwrap();
+    assert!(one_line_error(&[s(&empty)]).contains("no frames to replay"));
+}
+
+#[test]
+fn unknown_device_and_unwritable_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = one_line_error(&["--device", "nosuchnic", "--dir", s(dir.path())]);
+    assert!(
+        m.starts_with("pktgen: cannot attach to device 'nosuchnic'")
+            && m.contains("is it running?"),
+        "{m}"
+    );
+    let bad = dir.path().join("no/such/dir/out.csv");
+    let m = one_line_error(&["--in-process", "--save", s(&bad)]);
+    assert!(m.contains("out.csv") && m.contains("No such file"), "{m}");
+    let m = one_line_error(&["--in-process", "--count", "10", "--rate", "1000Gbps"]);
+    assert!(m.contains("above one flit per cycle"), "{m}");
+}
+
+#[test]
+fn pcap_through_an_echo_server_to_a_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [60usize, 64, 100, 128, 256, 333, 512, 1024, 1514];
+    let spec: Vec<_> = (0..200)
+        .map(|i| (Ipv4Udp, sizes[i % sizes.len()]))
+        .collect();
+    let sent = common::frames(&spec);
+    let pcap = common::write_pcap(&dir.path().join("in.pcap"), &sent);
+    let cap = dir.path().join("out.pcap");
+    let hist = dir.path().join("rtt.txt");
+    let csv = dir.path().join("stats.csv");
+    let json = dir.path().join("report.json");
+    // EnsōGen's form: PCAP RATE_NUM RATE_DEN.
+    let out = pktgen(&[
+        s(&pcap),
+        "1",
+        "1000",
+        "--in-process",
+        "--count",
+        "200",
+        "--queues",
+        "1",
+        "--rtt-hist",
+        s(&hist),
+        "--capture",
+        s(&cap),
+        "--save",
+        s(&csv),
+        "--stats-delay",
+        "20",
+        "--json",
+        s(&json),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("lost 0 of 200"), "{summary}");
+
+    // Every frame came back once, changed only in the timestamp and the
+    // echo byte.
+    let got = common::read_pcap(&cap);
+    assert_eq!(got.len(), 200);
+    let echo = Ipv4Udp.echo_offset();
+    let mut seen = [false; 200];
+    for f in &got {
+        let v = TestFrames::peek(f).expect("a test frame");
+        let want = &sent[v.seq as usize];
+        assert_eq!(f.len(), want.len());
+        assert!(!seen[v.seq as usize], "frame {} twice", v.seq);
+        seen[v.seq as usize] = true;
+        for (i, (a, b)) in f.iter().zip(want.iter()).enumerate() {
+            match i {
+                18..=21 => {}
+                i if i == echo => assert_eq!(*a, b.wrapping_add(1), "echo byte"),
+                _ => assert_eq!(a, b, "frame {} byte {i}", v.seq),
+            }
+        }
+        assert!(common::rtt_at(f, 18) > 0);
+    }
+
+    // The histogram file counts every frame received.
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let total: u64 = text
+        .lines()
+        .map(|l| {
+            let (v, n) = l.split_once(',').expect("rtt_ns,count");
+            v.parse::<u64>().unwrap();
+            n.parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(total, 200);
+
+    // EnsōGen's CSV columns; the last row holds the totals.
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "rx_goodput_mbps,rx_tput_mbps,rx_pkt_rate_kpps,rx_bytes,rx_packets,\
+         tx_goodput_mbps,tx_tput_mbps,tx_pkt_rate_kpps,tx_bytes,tx_packets,mean_rtt_ns"
+    );
+    let last: Vec<&str> = lines.last().unwrap().split(',').collect();
+    let bytes: u64 = sent.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(last[3..5], [bytes.to_string(), "200".to_string()]);
+    assert_eq!(last[8..10], [bytes.to_string(), "200".to_string()]);
+
+    // The JSON report: configuration, totals, loss, latency, device.
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["config"]["rate"], "1/1000");
+    assert_eq!(j["config"]["count"], 200);
+    assert_eq!(j["config"]["in_process"], true);
+    assert_eq!(j["loss"]["lost"], 0);
+    assert_eq!(j["totals"]["rx"]["packets"], 200);
+    assert_eq!(j["latency"]["count"], 200);
+    assert_eq!(j["clock"]["name"], "clock_monotonic");
+    assert_eq!(j["device"]["total_drops"], 0);
+    assert_eq!(j["device"]["ports"][0]["counters"]["tx_frames"], 200);
+}
+
+#[test]
+fn json_on_standard_output_and_loss_sets_the_exit_status() {
+    // The device under test is the echo server; at 64 B and a modest rate
+    // everything comes back and the status is 0.
+    let out = pktgen(&[
+        "--in-process",
+        "--rate",
+        "20Mbps",
+        "--count",
+        "3000",
+        "--single-core",
+        "--rtt",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
+    let (sent, received) = (
+        j["loss"]["sent"].as_u64().unwrap(),
+        j["loss"]["received"].as_u64().unwrap(),
+    );
+    assert_eq!(sent, 3000);
+    // EnsōGen's rule: with RTT on, the status says whether all came back.
+    assert_eq!(out.status.success(), sent == received, "{err}");
+    assert!(err.contains("lost"), "the summary goes to stderr: {err}");
+    let lat = &j["latency"];
+    assert_eq!(lat["count"].as_u64(), Some(received));
+    for k in ["p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns"] {
+        assert!(lat[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+}
+
+#[test]
+fn zero_loss_search_from_the_command_line() {
+    let out = pktgen(&[
+        "--in-process",
+        "--zero-loss",
+        "--sizes",
+        "64,512",
+        "--rate",
+        "1Gbps",
+        "--precision",
+        "0.4",
+        "--trial-ms",
+        "100",
+        "--warmup-ms",
+        "0",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sizes = j["zero_loss"]["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 2);
+    for z in sizes {
+        let rate = z["rate_gbps"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&rate));
+        let trials = z["trials"].as_array().unwrap();
+        assert!(!trials.is_empty());
+        if rate > 0.0 {
+            assert!(trials
+                .iter()
+                .any(|t| t["rate_gbps"].as_f64() == Some(rate) && t["lossless"] == true));
+        }
+    }
+    assert!(err.contains("zero-loss 64 B at 1.000 Gb/s"), "{err}");
+}
