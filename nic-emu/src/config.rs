@@ -116,6 +116,11 @@ pub struct GeneratorConfig {
     /// releases it (so traffic starts once applications are ready).
     #[serde(default)]
     pub paused: bool,
+    /// Stamp IPv4 frames with their send time (bytes 18..22, the IPv4
+    /// identification and flags, as the real NIC's timestamping does) and
+    /// record round-trip times of the frames that come back.
+    #[serde(default)]
+    pub timestamps: bool,
 }
 
 impl Default for GeneratorConfig {
@@ -132,6 +137,7 @@ impl Default for GeneratorConfig {
             burst: 32,
             stream: 0,
             paused: false,
+            timestamps: false,
         }
     }
 }

@@ -98,6 +98,19 @@ pub struct AppCounters {
     pub notif_ring_full: u64,
 }
 
+/// Round-trip times the built-in generator measured (ns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: u64,
+}
+
 /// Counters of a built-in generator port.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GeneratorCounters {
@@ -110,6 +123,9 @@ pub struct GeneratorCounters {
     pub duplicate: u64,
     /// Frames that came back but were not this generator's test frames.
     pub foreign: u64,
+    /// Round-trip times since the last reset, when timestamping is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
 }
 
 impl GeneratorCounters {

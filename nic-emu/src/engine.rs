@@ -554,7 +554,8 @@ impl Engine {
             }
             if let Wire::Generator(g) = &mut p.wire {
                 let counters = &mut p.counters;
-                work += g.emit(now, |f, c| core.deliver(i, counters, f, c));
+                let clock = core.clock.clone();
+                work += g.emit(now, &clock, |f, c| core.deliver(i, counters, f, c));
             }
         }
         for slot in 0..core.apps.len() {
@@ -596,7 +597,11 @@ impl Engine {
                     port: i,
                     wire: p.describe(),
                     counters: p.counters.clone(),
-                    generator: p.generator().map(|g| g.counters.clone()),
+                    generator: p.generator().map(|g| {
+                        let mut c = g.counters.clone();
+                        c.latency = g.latency();
+                        c
+                    }),
                 })
                 .collect(),
             apps: self
@@ -641,6 +646,15 @@ impl Engine {
             if let Wire::Generator(g) = &mut p.wire {
                 g.paused = paused;
                 g.restart_clock();
+            }
+        }
+    }
+
+    /// Forgets the round-trip times the generators recorded so far.
+    pub fn reset_generator_latency(&mut self) {
+        for p in &mut self.ports {
+            if let Wire::Generator(g) = &mut p.wire {
+                g.reset_latency();
             }
         }
     }

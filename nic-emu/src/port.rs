@@ -94,6 +94,8 @@ pub struct Generator {
     templates: Vec<Option<(Box<[u8]>, Option<Classified>)>>,
     cache_sizes: Vec<usize>,
     start_ns: Option<u64>,
+    /// Round-trip times of returned frames (ns), when timestamping.
+    rtt: Option<hdrhistogram::Histogram<u64>>,
     /// Flow of the next frame (round robin, kept as a counter: no division
     /// per frame).
     next_flow: u32,
@@ -132,6 +134,10 @@ impl Generator {
             templates,
             cache_sizes,
             start_ns: None,
+            rtt: cfg.timestamps.then(|| {
+                hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3)
+                    .expect("valid histogram bounds")
+            }),
             next_flow: 0,
             paused: cfg.paused,
             paced_base: 0,
@@ -143,6 +149,29 @@ impl Generator {
 
     pub fn config(&self) -> &GeneratorConfig {
         &self.cfg
+    }
+
+    /// Summary of the round-trip times recorded since the last reset.
+    pub fn latency(&self) -> Option<crate::counters::LatencySummary> {
+        let h = self.rtt.as_ref()?;
+        let q = |x: f64| h.value_at_quantile(x);
+        Some(crate::counters::LatencySummary {
+            count: h.len(),
+            min_ns: if h.is_empty() { 0 } else { h.min() },
+            p50_ns: q(0.5),
+            p90_ns: q(0.9),
+            p99_ns: q(0.99),
+            p999_ns: q(0.999),
+            max_ns: h.max(),
+            mean_ns: h.mean() as u64,
+        })
+    }
+
+    /// Forgets the round-trip times recorded so far.
+    pub fn reset_latency(&mut self) {
+        if let Some(h) = self.rtt.as_mut() {
+            h.reset();
+        }
     }
 
     /// Restarts rate pacing from the next emit.
@@ -182,6 +211,7 @@ impl Generator {
     pub fn emit(
         &mut self,
         now_ns: u64,
+        clock: &crate::engine::Clock,
         mut deliver: impl FnMut(&[u8], Option<&Classified>),
     ) -> usize {
         let n = self.allowance(now_ns);
@@ -225,6 +255,11 @@ impl Generator {
                 patch_seq(t, kind, seq);
                 (&mut t[..], c.as_ref())
             };
+            if self.rtt.is_some() && kind == FrameKind::Ipv4Udp {
+                // The send time of this frame (not of the engine step).
+                let t = clock.now_ns() as u32;
+                frame[TS_OFFSET..TS_OFFSET + 4].copy_from_slice(&t.to_le_bytes());
+            }
             self.counters.sent += 1;
             self.counters.sent_bytes += frame.len() as u64;
             deliver(frame, class);
@@ -232,15 +267,16 @@ impl Generator {
         n as usize
     }
 
-    /// Checks a frame the NIC sent back.
+    /// Checks a frame the NIC sent back (at `now`, ns).
     #[inline]
-    pub fn on_return(&mut self, frame: &[u8]) {
+    pub fn on_return(&mut self, frame: &[u8], now: u64) {
+        let skip = self.rtt.is_some().then_some(TS_OFFSET..TS_OFFSET + 4);
         let v = match self.cfg.verify {
             VerifyLevel::Full => {
                 match self.frames.verify(
                     frame,
                     self.cfg.echo_increment,
-                    None,
+                    skip,
                     &mut self.verify_scratch,
                 ) {
                     Ok(v) => v,
@@ -276,8 +312,19 @@ impl Generator {
         }
         self.counters.returned += 1;
         self.counters.returned_bytes += frame.len() as u64;
+        if let Some(h) = self.rtt.as_mut() {
+            if v.kind == FrameKind::Ipv4Udp {
+                let b = &frame[TS_OFFSET..TS_OFFSET + 4];
+                let sent = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let rtt = (now as u32).wrapping_sub(sent) as u64;
+                h.saturating_record(rtt.max(1));
+            }
+        }
     }
 }
+
+/// Where the generator's timestamp goes in an IPv4 frame.
+const TS_OFFSET: usize = 18;
 
 #[inline]
 fn patch_seq(frame: &mut [u8], kind: FrameKind, seq: u64) {
@@ -355,7 +402,7 @@ pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
             return;
         }
         Wire::Generator(g) => {
-            g.on_return(frame);
+            g.on_return(frame, now);
             return;
         }
         Wire::Loopback => (from, 0),
@@ -374,6 +421,7 @@ pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Clock;
 
     #[test]
     fn fifo_keeps_order_and_refuses_when_full() {
@@ -405,17 +453,17 @@ mod tests {
         let mut g = Generator::new(cfg);
         let mut sent = vec![];
         while !g.finished() {
-            g.emit(0, |f, _| sent.push(f.to_vec()));
+            g.emit(0, &Clock::Monotonic, |f, _| sent.push(f.to_vec()));
         }
         assert_eq!(sent.len(), 10);
         for f in &sent {
-            g.on_return(f);
+            g.on_return(f, 0);
         }
-        g.on_return(&sent[3]);
+        g.on_return(&sent[3], 0);
         let mut bad = sent[4].clone();
         *bad.last_mut().unwrap() ^= 1;
-        g.on_return(&bad);
-        g.on_return(&[0u8; 60]);
+        g.on_return(&bad, 0);
+        g.on_return(&[0u8; 60], 0);
         assert_eq!(g.counters.returned, 10);
         assert_eq!(g.counters.duplicate, 1);
         assert_eq!(g.counters.corrupt, 1);
@@ -429,16 +477,16 @@ mod tests {
             burst: 1000,
             ..Default::default()
         });
-        let mut n = g.emit(0, |_, _| {});
+        let mut n = g.emit(0, &Clock::Monotonic, |_, _| {});
         assert_eq!(n, 1);
-        n += g.emit(10_000, |_, _| {}); // 10 us at 1 Mpps: 10 more are due
+        n += g.emit(10_000, &Clock::Monotonic, |_, _| {}); // 10 us at 1 Mpps: 10 more are due
         assert_eq!(n, 11);
         let mut g = Generator::new(GeneratorConfig {
             max_in_flight: Some(5),
             burst: 100,
             ..Default::default()
         });
-        assert_eq!(g.emit(0, |_, _| {}), 5);
-        assert_eq!(g.emit(0, |_, _| {}), 0);
+        assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 5);
+        assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 0);
     }
 }

@@ -249,3 +249,57 @@ fn interconnect_latency_delays_register_writes_and_notifications() {
         start.elapsed()
     );
 }
+
+#[test]
+fn generator_measures_round_trip_times() {
+    let g = nic_emu::GeneratorConfig {
+        count: Some(5000),
+        timestamps: true,
+        burst: 8,
+        ..Default::default()
+    };
+    let (mut cfg, _d) = device("gen-rtt", vec![WireConfig::Generator(g)]);
+    // Every frame is notified at once, so each is echoed in the step it
+    // arrives and sent back in the next. (Under reactive notifications a
+    // busy pipe's next batch waits for the head write: that is the cost the
+    // latency experiment measures.)
+    cfg.notification_mode = nic_emu::NotificationMode::PerPacket;
+    let mut e = Engine::new(cfg).unwrap();
+    let t = Arc::new(AtomicU64::new(1_000_000));
+    e.set_clock(Clock::Manual(t.clone()));
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    dev.alloc_rxtx_pipe(true).unwrap();
+    e.run_until_idle(5);
+    e.reset_generator_latency();
+    for _ in 0..2000 {
+        e.step();
+        t.fetch_add(1000, Ordering::Relaxed);
+        enso_tests::echo_ready(&mut dev);
+    }
+    let s = e.stats();
+    let g = s.generator(0).unwrap();
+    assert_eq!(
+        (g.returned, g.corrupt),
+        (5000, 0),
+        "timestamp bytes are not corruption"
+    );
+    let l = g.latency.as_ref().unwrap();
+    // Sent in one step, echoed, sent back in the next: exactly one step.
+    assert_eq!(l.count, 5000);
+    assert_eq!(
+        (l.min_ns, l.p50_ns, l.p99_ns, l.max_ns),
+        (1000, 1000, 1000, 1000),
+        "{l:?}"
+    );
+    e.reset_generator_latency();
+    assert_eq!(
+        e.stats()
+            .generator(0)
+            .unwrap()
+            .latency
+            .as_ref()
+            .unwrap()
+            .count,
+        0
+    );
+}
