@@ -24,7 +24,7 @@ use nic_emu::Stats;
 use crate::cli::{self, CliError, Config};
 use crate::inprocess::{InProcessNic, InProcessOptions, GENERATOR_PORT};
 use crate::pcap::{CaptureError, CaptureWriter};
-use crate::rate::{RateError, DEFAULT_MAX_DEN};
+use crate::rate::{Rate, RateError, RateLimit};
 use crate::report::{ClockInfo, DeviceReport, PortReport, Report};
 use crate::search::{search_with_progress, SearchError, SearchResult};
 use crate::session::{
@@ -32,7 +32,7 @@ use crate::session::{
 };
 use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder};
 use crate::stream::{StreamError, TxStream};
-use crate::zeroloss::DeviceTrial;
+use crate::zeroloss::{DeviceTrial, MIN_OFFERED};
 
 /// Directory of standalone devices when `--dir` is not given.
 pub const DEFAULT_DIR: &str = "/dev/shm";
@@ -235,7 +235,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         Some(_) => None,
         None => Some(
             cfg.rate
-                .rate_limit(&stream.profile(), DEFAULT_MAX_DEN)
+                .limiter_setting(&stream.profile())
                 .map_err(|source| AppError::Rate {
                     rate: cfg.rate.to_string(),
                     source,
@@ -287,7 +287,11 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
                 t.spec.rate_gbps,
                 t.outcome.sent,
                 t.outcome.received,
-                if t.lossless { ", no loss" } else { ", loss" }
+                match (t.lossless, t.outcome.underrun) {
+                    (_, true) => ", rate not reached",
+                    (true, false) => ", no loss",
+                    (false, false) => ", loss",
+                }
             );
         });
         report.zero_loss = Some(match res {
@@ -330,6 +334,10 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             return Err(file_error(p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
+        if let Some(n) = shortfall(&out, limit, &stream) {
+            eprintln!("pktgen: note: {n}");
+            report.notes.push(n);
+        }
         if cfg.rtt && out.counters.rx_packets != out.counters.tx_packets {
             code = ExitCode::FAILURE;
         }
@@ -410,6 +418,24 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
             stream.set_len()
         ));
     }
+}
+
+/// A note when the NIC sent clearly less than the rate asked for.
+fn shortfall(out: &RunOutcome, limit: Option<RateLimit>, stream: &TxStream) -> Option<String> {
+    let want = Rate::Flits(limit?).pps(&stream.profile());
+    let secs = out.tx_elapsed.as_secs_f64();
+    if out.interrupted || secs < 0.1 {
+        return None;
+    }
+    let got = out.counters.tx_packets as f64 / secs;
+    (got < MIN_OFFERED * want).then(|| {
+        format!(
+            "sent {:.3} Mpps, {:.0}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
+            got / 1e6,
+            got / want * 100.0,
+            want / 1e6
+        )
+    })
 }
 
 fn write_summary(

@@ -157,6 +157,22 @@ impl RateLimit {
     pub fn flits_per_sec(&self) -> f64 {
         f64::from(self.num) / f64::from(self.den) * NIC_CLOCK_HZ
     }
+
+    /// The same rate in the longest bursts whose period is at most
+    /// `max_den` cycles: `num` and `den` multiplied by `max_den / den`.
+    ///
+    /// The emulated NIC's limiter can bank up to one burst of credit, so a
+    /// longer burst lets it make up for time its engine thread was not
+    /// running (on a machine whose cores it shares) and keeps the long-run
+    /// rate. 125/168 becomes 48750/65520 at `max_den` 65535: bursts of at
+    /// most 328 µs.
+    pub fn widened(&self, max_den: u32) -> Self {
+        let k = (max_den / self.den).max(1);
+        match (self.num.checked_mul(k), self.den.checked_mul(k)) {
+            (Some(num), Some(den)) => Self { num, den },
+            _ => *self,
+        }
+    }
 }
 
 /// A transmit rate.
@@ -279,6 +295,21 @@ impl Rate {
         }
         // Both fit: num <= den <= max_den.
         RateLimit::new(num as u32, den as u32)
+    }
+}
+
+impl Rate {
+    /// What the generator sets the NIC's limiter to for this rate: a
+    /// limiter pair as given; otherwise the closest pair with a period of at
+    /// most [`DEFAULT_MAX_DEN`] cycles, [widened](RateLimit::widened) to the
+    /// longest such bursts.
+    pub fn limiter_setting(&self, p: &FrameProfile) -> Result<RateLimit, RateError> {
+        match *self {
+            Rate::Flits(l) => Ok(l),
+            _ => Ok(self
+                .rate_limit(p, DEFAULT_MAX_DEN)?
+                .widened(DEFAULT_MAX_DEN)),
+        }
     }
 }
 
@@ -481,6 +512,19 @@ mod tests {
         let mix = FrameProfile::from_lens([60, 1536]).unwrap();
         assert!(close(mix.mean_flits, 12.5));
         assert!(close(mix.mean_len, 798.0));
+    }
+
+    #[test]
+    fn widened_pairs_keep_the_rate() {
+        let l = RateLimit::new(125, 168).unwrap();
+        let w = l.widened(DEFAULT_MAX_DEN);
+        assert_eq!((w.num, w.den), (125 * 390, 168 * 390));
+        assert_eq!(w.flits_per_sec(), l.flits_per_sec());
+        // Already at the bound, or above it: unchanged.
+        let l = RateLimit::new(40_000, 65_000).unwrap();
+        assert_eq!(l.widened(DEFAULT_MAX_DEN), l);
+        let l = RateLimit::new(1, 100_000).unwrap();
+        assert_eq!(l.widened(DEFAULT_MAX_DEN), l);
     }
 
     #[test]

@@ -226,7 +226,11 @@ mod tests {
             fn run(&mut self, spec: &TrialSpec) -> Result<TrialOutcome, ()> {
                 let sent = 1000;
                 let received = if spec.rate_gbps <= self.0 { sent } else { 900 };
-                Ok(TrialOutcome { sent, received })
+                Ok(TrialOutcome {
+                    sent,
+                    received,
+                    ..TrialOutcome::default()
+                })
             }
         }
         let cfg = config(&["--zero-loss", "--sizes", "64,512", "--warmup-ms", "0"]);

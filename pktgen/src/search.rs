@@ -3,7 +3,9 @@
 //!
 //! For each frame size: warm up, then try the maximum rate; after that,
 //! binary search: a trial with any loss sets `upper = rate`, a trial without
-//! loss sets `lower = rate`, and the next rate is the midpoint. The search
+//! loss sets `lower = rate`, and the next rate is the midpoint. A trial in
+//! which the generator could not offer the rate ([`TrialOutcome::underrun`])
+//! counts as one with loss: it measured nothing at that rate. The search
 //! stops when `upper - lower` is at most the precision. Defaults are the
 //! Ensō paper's: 0.1 Gb/s precision, 1 s trials, 5 s warm-up (RFC 2544 asks
 //! for 60 s trials and a 2 s drain, which the trial itself owns).
@@ -33,6 +35,12 @@ pub struct TrialOutcome {
     pub sent: u64,
     /// Frames received.
     pub received: u64,
+    /// The generator could not offer the load: it sent clearly fewer
+    /// frames than the rate and duration call for. Such a trial says
+    /// nothing about the device at that rate and does not pass, lossless
+    /// or not.
+    #[serde(default)]
+    pub underrun: bool,
 }
 
 impl TrialOutcome {
@@ -46,6 +54,11 @@ impl TrialOutcome {
     /// count as a lossless trial.
     pub fn lossless(&self) -> bool {
         self.sent > 0 && self.received == self.sent
+    }
+
+    /// Lossless at the load asked for: what moves the search up.
+    pub fn passed(&self) -> bool {
+        self.lossless() && !self.underrun
     }
 }
 
@@ -193,6 +206,10 @@ pub struct TrialRecord {
     pub outcome: TrialOutcome,
     /// Whether this trial lost nothing.
     pub lossless: bool,
+    /// Whether it lost nothing at the load asked for (see
+    /// [`TrialOutcome::passed`]).
+    #[serde(default)]
+    pub passed: bool,
 }
 
 /// The result for one frame size.
@@ -263,7 +280,8 @@ fn search_size<T: Trial>(
         };
         trial.warm_up(&spec).map_err(SearchError::Trial)?;
     }
-    // Invariant: `lower` is 0 or a rate at which every trial lost nothing;
+    // Invariant: `lower` is 0 or a rate at which every trial passed (lost
+    // nothing at the load asked for);
     // `upper` is the maximum or a rate at which a trial lost frames.
     let (mut lower, mut upper) = (0.0f64, cfg.max_rate_gbps);
     let mut rate = cfg.max_rate_gbps;
@@ -282,10 +300,11 @@ fn search_size<T: Trial>(
                 spec,
                 outcome,
                 lossless: outcome.lossless(),
+                passed: outcome.passed(),
             };
             progress(&rec);
             trials.push(rec);
-            if !rec.lossless {
+            if !rec.passed {
                 lossless = false;
                 break;
             }
@@ -349,7 +368,11 @@ mod tests {
             } else {
                 (sent as f64 * self.capacity / spec.rate_gbps) as u64
             };
-            Ok(TrialOutcome { sent, received })
+            Ok(TrialOutcome {
+                sent,
+                received,
+                ..TrialOutcome::default()
+            })
         }
         fn warm_up(&mut self, spec: &TrialSpec) -> Result<(), Self::Error> {
             self.warmups.push(*spec);
@@ -375,6 +398,7 @@ mod tests {
             Ok(TrialOutcome {
                 sent,
                 received: sent - u64::from(lossy),
+                ..TrialOutcome::default()
             })
         }
     }
@@ -484,6 +508,7 @@ mod tests {
                 Ok(TrialOutcome {
                     sent,
                     received: sent - u64::from(lossy),
+                    ..TrialOutcome::default()
                 })
             }
         }
@@ -543,21 +568,58 @@ mod tests {
     }
 
     #[test]
+    fn trials_that_cannot_offer_the_rate_do_not_pass() {
+        // No loss at any rate, but the generator offers at most 30 Gb/s.
+        struct Slow;
+        impl Trial for Slow {
+            type Error = std::convert::Infallible;
+            fn run(&mut self, spec: &TrialSpec) -> Result<TrialOutcome, Self::Error> {
+                let sent = offered(&TrialSpec {
+                    rate_gbps: spec.rate_gbps.min(30.0),
+                    ..*spec
+                });
+                Ok(TrialOutcome {
+                    sent,
+                    received: sent,
+                    underrun: spec.rate_gbps > 30.0,
+                })
+            }
+        }
+        let r = search(&quick(), &mut Slow).unwrap();
+        let s = &r.sizes[0];
+        assert!(s.rate_gbps <= 30.0 && s.rate_gbps > 29.9, "{}", s.rate_gbps);
+        let first = s.trials[0];
+        assert!(first.lossless && !first.passed && first.outcome.underrun);
+        assert!(s
+            .trials
+            .iter()
+            .any(|t| t.spec.rate_gbps == s.rate_gbps && t.passed));
+        let j = serde_json::to_value(first).unwrap();
+        assert_eq!(
+            (j["underrun"].clone(), j["passed"].clone()),
+            (true.into(), false.into())
+        );
+    }
+
+    #[test]
     fn sending_nothing_is_not_lossless_and_errors_propagate() {
         assert!(!TrialOutcome {
             sent: 0,
-            received: 0
+            received: 0,
+            ..TrialOutcome::default()
         }
         .lossless());
         assert!(!TrialOutcome {
             sent: 5,
-            received: 6
+            received: 6,
+            ..TrialOutcome::default()
         }
         .lossless());
         assert_eq!(
             TrialOutcome {
                 sent: 5,
-                received: 3
+                received: 3,
+                ..TrialOutcome::default()
             }
             .lost(),
             2

@@ -43,6 +43,10 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_FRAME_FOOTPRINT: usize = FLIT + MAX_FRAME.div_ceil(FLIT) * FLIT;
 /// Idle polls between yields of the CPU.
 const IDLE_YIELD: u32 = 64;
+/// Idle polls after which a worker sleeps between polls.
+const IDLE_SLEEP: u32 = 1024;
+/// How long an idle worker sleeps.
+const IDLE_NAP: Duration = Duration::from_micros(50);
 
 /// A capture file.
 pub type FileCapture = CaptureWriter<BufWriter<File>>;
@@ -541,10 +545,17 @@ fn run_both(tx: &mut TxWorker<'_>, rx: &mut RxWorker<'_>) -> Result<(), RunError
     Ok(())
 }
 
+/// Waits a little after a step that found nothing to do: spins, then
+/// yields, then sleeps, so that an idle generator leaves the CPU to the NIC
+/// and the device under test (which matters when they share cores). A
+/// sleeping receiver costs no accuracy: the NIC writes the RTT when the
+/// frame reaches the pipe, and a pipe holds milliseconds of frames.
 #[inline]
 fn backoff(idle: &mut u32) {
-    *idle += 1;
-    if *idle % IDLE_YIELD == 0 {
+    *idle = idle.saturating_add(1);
+    if *idle >= IDLE_SLEEP {
+        std::thread::sleep(IDLE_NAP);
+    } else if *idle % IDLE_YIELD == 0 {
         std::thread::yield_now();
     } else {
         std::hint::spin_loop();

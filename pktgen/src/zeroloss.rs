@@ -8,11 +8,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::cli::TrafficSource;
-use crate::rate::{Rate, RateError, DEFAULT_MAX_DEN};
+use crate::rate::{Rate, RateError};
 use crate::search::{Trial, TrialOutcome, TrialSpec};
 use crate::session::{Drain, RunError, RunPlan, Session};
 use crate::stream::{StreamError, TxStream};
 use crate::traffic::SizeSpec;
+
+/// A trial whose generator sent fewer than this share of the frames its
+/// rate and duration call for did not offer the load
+/// ([`TrialOutcome::underrun`]).
+pub const MIN_OFFERED: f64 = 0.95;
 
 /// Why a trial could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +108,7 @@ impl Trial for DeviceTrial<'_> {
         }
         let stream = stream_for(&mut self.streams, &self.traffic, spec.size)?;
         let limit = Rate::gbps(spec.rate_gbps)
-            .rate_limit(&stream.profile(), DEFAULT_MAX_DEN)
+            .limiter_setting(&stream.profile())
             .map_err(|source| TrialError::Rate {
                 rate_gbps: spec.rate_gbps,
                 source,
@@ -122,9 +127,12 @@ impl Trial for DeviceTrial<'_> {
         if out.interrupted {
             return Err(TrialError::Interrupted);
         }
+        let due = Rate::Flits(limit).pps(&stream.profile()) * spec.duration.as_secs_f64();
+        let sent = out.counters.tx_packets;
         Ok(TrialOutcome {
-            sent: out.counters.tx_packets,
+            sent,
             received: out.counters.rx_packets,
+            underrun: (sent as f64) < MIN_OFFERED * due,
         })
     }
 }
