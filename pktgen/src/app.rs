@@ -264,6 +264,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let (mut session, dut) = attach(cfg)?;
     let mut report = Report::new(cfg.clone(), ClockInfo::emulated_nic());
     report.frames = Some(stream.profile());
+    report.limiter = limit;
     notes(cfg, &stream, &mut report);
     for n in &report.notes {
         eprintln!("pktgen: note: {n}");

@@ -12,7 +12,7 @@ use nic_emu::counters::PortCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Config;
-use crate::rate::{FrameProfile, NIC_CLOCK_HZ};
+use crate::rate::{FrameProfile, RateLimit, NIC_CLOCK_HZ};
 use crate::search::SearchResult;
 use crate::stats::{LatencyHistogram, LatencySummary, Loss, Recorder, Sample};
 
@@ -93,6 +93,10 @@ pub struct Report {
     pub clock: ClockInfo,
     /// Mean frame length and flits of the traffic, once known.
     pub frames: Option<FrameProfile>,
+    /// What the NIC's rate limiter was set to for the run (a search sets
+    /// it per trial).
+    #[serde(default)]
+    pub limiter: Option<RateLimit>,
     /// One sample per statistics interval.
     pub samples: Vec<Sample>,
     /// The whole run as one sample.
@@ -124,6 +128,7 @@ impl Report {
             config,
             clock,
             frames: None,
+            limiter: None,
             samples: Vec::new(),
             totals: Sample::default(),
             loss: Loss::default(),

@@ -182,6 +182,10 @@ fn pcap_through_an_echo_server_to_a_capture() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(j["config"]["rate"], "1/1000");
+    assert_eq!(
+        (j["limiter"]["num"].clone(), j["limiter"]["den"].clone()),
+        (1.into(), 1000.into())
+    );
     assert_eq!(j["config"]["count"], 200);
     assert_eq!(j["config"]["in_process"], true);
     assert_eq!(j["loss"]["lost"], 0);
