@@ -607,6 +607,8 @@ struct TxWorker<'a> {
     deadline: Option<Instant>,
     state: TxState,
     last_progress: Instant,
+    /// How long without a completion means the NIC stopped.
+    stall: Duration,
     finished_at: Option<Instant>,
     shared: &'a Shared,
 }
@@ -630,6 +632,14 @@ impl<'a> TxWorker<'a> {
         // Several notifications in flight keep the NIC busy between
         // completions.
         let max_send = (window / 4).clamp(MAX_FRAME_FOOTPRINT, TX_CHUNK_BYTES);
+        // At a very low rate one notification takes long to complete.
+        let stall = match plan.limit {
+            Some(l) => {
+                let secs = 4.0 * max_send as f64 / (l.flits_per_sec() * FLIT as f64);
+                STALL_TIMEOUT.max(Duration::from_secs_f64(secs.min(1e6)))
+            }
+            None => STALL_TIMEOUT,
+        };
         let now = Instant::now();
         Self {
             dev,
@@ -656,6 +666,7 @@ impl<'a> TxWorker<'a> {
             deadline: plan.duration.map(|d| now + d),
             state: TxState::Sending,
             last_progress: now,
+            stall,
             finished_at: None,
             shared,
         }
@@ -789,8 +800,8 @@ impl Worker for TxWorker<'_> {
             }
             TxState::Done => {}
         }
-        if self.inflight > 0 && self.last_progress.elapsed() > STALL_TIMEOUT {
-            return Err(RunError::TxStalled(STALL_TIMEOUT));
+        if self.inflight > 0 && self.last_progress.elapsed() > self.stall {
+            return Err(RunError::TxStalled(self.stall));
         }
         Ok(work)
     }
