@@ -431,7 +431,7 @@ fn shortfall(out: &RunOutcome, limit: Option<RateLimit>, stream: &TxStream) -> O
     let got = out.counters.tx_packets as f64 / secs;
     (got < MIN_OFFERED * want).then(|| {
         format!(
-            "sent {:.3} Mpps, {:.0}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
+            "sent {:.3} Mpps, {:.1}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
             got / 1e6,
             got / want * 100.0,
             want / 1e6
