@@ -7,49 +7,15 @@ use std::time::Duration;
 use pktgen::cli::TrafficSource;
 use pktgen::inprocess::{InProcessNic, InProcessOptions, GENERATOR_PORT};
 use pktgen::rate::{FrameProfile, Rate};
-use pktgen::search::{search, SearchConfig};
+use pktgen::search::{search, SearchConfig, SizeResult};
 use pktgen::session::{Session, SessionOptions};
 use pktgen::traffic::TrafficSpec;
 use pktgen::zeroloss::DeviceTrial;
 
-#[test]
-fn search_converges_below_the_capacity_of_the_device_under_test() {
-    const CAPACITY_GBPS: f64 = 0.2;
-    // The echo server sends back at most 0.2 Gb/s of 64 B frames, and its
-    // small pipes (14 ms of frames at that rate) overflow within a trial at
-    // any rate the search tries above it.
-    let limit = Rate::gbps(CAPACITY_GBPS)
-        .limiter_setting(&FrameProfile::fixed(60))
-        .unwrap();
-    let dut = InProcessNic::start(&InProcessOptions {
-        echo_pipes: 1,
-        pipe_size: 256 << 10,
-        echo_rate_limit: Some((limit.num, limit.den)),
-        ..InProcessOptions::default()
-    })
-    .unwrap();
-    let mut s = Session::attach_nic(
-        dut.nic(),
-        SessionOptions {
-            queues: 2,
-            port: GENERATOR_PORT,
-        },
-    )
-    .unwrap();
-    let cfg = SearchConfig {
-        max_rate_gbps: 1.0,
-        precision_gbps: 0.1,
-        trial: Duration::from_millis(150),
-        warmup: Duration::ZERO,
-        sizes: vec![64],
-        ..SearchConfig::default()
-    };
-    let mut trial = DeviceTrial::new(&mut s, TrafficSource::Synthetic(TrafficSpec::default()));
-    // Three busy threads rather than four: the NIC's limiter keeps its rate
-    // better when its engine thread is not crowded out.
-    trial.single_core = true;
-    let r = search(&cfg, &mut trial).unwrap();
-    let z = &r.sizes[0];
+const CAPACITY_GBPS: f64 = 0.2;
+
+/// What every search must satisfy, however busy the machine.
+fn check(z: &SizeResult) {
     for t in &z.trials {
         eprintln!(
             "{:.4} Gb/s: sent {} received {} underrun {}",
@@ -58,19 +24,16 @@ fn search_converges_below_the_capacity_of_the_device_under_test() {
     }
     assert_eq!(z.size, Some(64));
     assert!(z.converged, "{z:?}");
+    // Below the capacity of the device under test.
     assert!(
         z.rate_gbps <= CAPACITY_GBPS,
         "{} Gb/s for a device of {CAPACITY_GBPS} Gb/s: {:?}",
         z.rate_gbps,
         z.trials
     );
-    // Zero only if the machine was so busy that the generator never
-    // offered the load of a trial.
-    assert!(
-        z.rate_gbps > 0.0 || z.trials.iter().all(|t| t.outcome.underrun),
-        "{:?}",
-        z.trials
-    );
+    // The first trial, at six times the capacity, overflowed it.
+    assert!(!z.trials[0].passed, "{:?}", z.trials[0]);
+    assert!(z.trials[0].outcome.sent > z.trials[0].outcome.received);
     // The rate reported is one a trial ran at and lost nothing.
     if z.rate_gbps > 0.0 {
         let at_rate: Vec<_> = z
@@ -83,9 +46,61 @@ fn search_converges_below_the_capacity_of_the_device_under_test() {
             .iter()
             .all(|t| t.passed && t.outcome.sent > 0 && t.outcome.received == t.outcome.sent));
     }
-    // The first trial, at 1 Gb/s, overflowed the device under test.
-    assert!(!z.trials[0].passed);
-    assert!(z.trials[0].outcome.sent > z.trials[0].outcome.received);
+}
+
+#[test]
+fn search_converges_below_the_capacity_of_the_device_under_test() {
+    // The echo server sends back at most 0.2 Gb/s of 64 B frames. Its pipe
+    // holds 56 ms of frames at that rate (so a busy machine does not make
+    // it lose frames below the capacity), and the search's rates above the
+    // capacity are all at least 1.5 times it: over a 200 ms trial they
+    // overflow it.
+    let limit = Rate::gbps(CAPACITY_GBPS)
+        .limiter_setting(&FrameProfile::fixed(60))
+        .unwrap();
+    let dut = InProcessNic::start(&InProcessOptions {
+        echo_pipes: 1,
+        pipe_size: 1 << 20,
+        echo_rate_limit: Some((limit.num, limit.den)),
+        ..InProcessOptions::default()
+    })
+    .unwrap();
+    let mut s = Session::attach_nic(
+        dut.nic(),
+        SessionOptions {
+            queues: 2,
+            port: GENERATOR_PORT,
+        },
+    )
+    .unwrap();
+    // Rates tried: 1.2, 0.6, 0.3, then 0.15 (and below, if that lost).
+    let cfg = SearchConfig {
+        max_rate_gbps: 1.2,
+        precision_gbps: 0.2,
+        trial: Duration::from_millis(200),
+        warmup: Duration::ZERO,
+        sizes: vec![64],
+        ..SearchConfig::default()
+    };
+    let mut trial = DeviceTrial::new(&mut s, TrafficSource::Synthetic(TrafficSpec::default()));
+    // Three busy threads rather than four: the NIC's threads are crowded
+    // out less.
+    trial.single_core = true;
+    // A machine busy with other work can make even slow trials lose frames;
+    // the search must then still report only what it measured, and find a
+    // rate in one of a few attempts.
+    let mut found = None;
+    for _ in 0..3 {
+        let r = search(&cfg, &mut trial).unwrap();
+        let z = &r.sizes[0];
+        check(z);
+        if z.rate_gbps > 0.0 {
+            found = Some(z.rate_gbps);
+            break;
+        }
+    }
+    let rate = found.expect("no attempt found a rate without loss");
+    assert!(rate > 0.0 && rate <= CAPACITY_GBPS);
     drop(s);
     dut.stop().unwrap();
 }
