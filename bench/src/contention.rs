@@ -124,6 +124,73 @@ impl PreemptionCounter {
     }
 }
 
+/// Ids of this process's threads called `name` (as `/proc/self/task/*/comm`
+/// shows it: the kernel keeps the first 15 bytes of a thread's name).
+pub fn threads_named(name: &str) -> Vec<u32> {
+    let want = &name.as_bytes()[..name.len().min(15)];
+    let Ok(dir) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut tids: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| {
+            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = fs::read(e.path().join("comm")).ok()?;
+            (comm.strip_suffix(b"\n").unwrap_or(&comm) == want).then_some(tid)
+        })
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// Involuntary switches and run-queue wait so far of thread `tid` of this
+/// process; `None` if it has gone or /proc does not tell.
+pub fn thread_preemption(tid: u32) -> Option<Preemption> {
+    let task = format!("/proc/self/task/{tid}");
+    let status = fs::read_to_string(format!("{task}/status")).ok()?;
+    let switches = status.lines().find_map(|l| {
+        l.strip_prefix("nonvoluntary_ctxt_switches:")
+            .and_then(|v| v.trim().parse().ok())
+    })?;
+    let waited_ns = fs::read_to_string(format!("{task}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    Some(Preemption {
+        switches,
+        waited_ns,
+    })
+}
+
+/// Counts another thread's preemptions (one this process started, found by
+/// [`threads_named`]) over a span of its life.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadPreemptionCounter {
+    tid: u32,
+    start: Option<Preemption>,
+}
+
+impl ThreadPreemptionCounter {
+    /// Starts counting for thread `tid`.
+    pub fn start(tid: u32) -> Self {
+        ThreadPreemptionCounter {
+            tid,
+            start: thread_preemption(tid),
+        }
+    }
+
+    /// Preemptions of the thread since `start` (zero if unknown).
+    pub fn stop(&self) -> Preemption {
+        match (self.start, thread_preemption(self.tid)) {
+            (Some(a), Some(b)) => Preemption {
+                switches: b.switches.saturating_sub(a.switches),
+                waited_ns: b.waited_ns.saturating_sub(a.waited_ns),
+            },
+            _ => Preemption::default(),
+        }
+    }
+}
+
 /// Machine-wide steal over a span.
 #[derive(Debug, Clone, Copy)]
 pub struct StealCounter {
@@ -161,6 +228,29 @@ mod tests {
         assert!(run_queue_wait_ns().is_some());
         let _ = p.stop();
         assert!(s.stop() >= 0.0);
+    }
+
+    #[test]
+    fn other_threads_are_found_by_name() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::Builder::new()
+            .name("contention-unit-test-thread".into())
+            .spawn(move || rx.recv())
+            .unwrap();
+        // The new thread sets its own name: wait (bounded) until /proc shows it.
+        let start = std::time::Instant::now();
+        let mut tids = threads_named("contention-unit-test-thread");
+        while tids.is_empty() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+            tids = threads_named("contention-unit-test-thread");
+        }
+        assert_eq!(tids.len(), 1, "the name is matched on its first 15 bytes");
+        let c = ThreadPreemptionCounter::start(tids[0]);
+        assert!(thread_preemption(tids[0]).is_some());
+        let _ = c.stop();
+        tx.send(()).unwrap();
+        t.join().unwrap().unwrap();
+        assert!(thread_preemption(tids[0]).is_none(), "gone after join");
     }
 
     #[test]
