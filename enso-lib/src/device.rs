@@ -118,6 +118,17 @@ struct PipeSw {
     rxtx: bool,
     queued: bool,
     dirty: bool,
+    /// log2 of the position unit: 6 (flits) or 0 (bytes, stream pipes).
+    shift: u32,
+    /// Position mask (pipe size in units - 1).
+    mask: u32,
+}
+
+impl PipeSw {
+    #[inline]
+    fn unit(&self) -> usize {
+        1 << self.shift
+    }
 }
 
 #[derive(Debug)]
@@ -197,7 +208,6 @@ pub struct Device {
     last_ready: Option<usize>,
     dirty: Vec<u32>,
     next_off: usize,
-    pipe_flits: u32,
     prefetch: bool,
     opts: DeviceOptions,
     stats: DeviceStats,
@@ -337,7 +347,6 @@ impl Device {
         let credits = opts.tx_credits.min(entries - 1);
         let mut d = Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
-            pipe_flits: (info.pipe_size / FLIT) as u32,
             stamp: info.interconnect_latency_ns > 0,
             ring_mask: entries - 1,
             rx_ring,
@@ -477,6 +486,16 @@ impl Device {
     }
 
     fn alloc_pipe(&mut self, fallback: bool, rxtx: bool, port: u32) -> Result<RxPipe, AllocError> {
+        self.alloc_pipe_kind(fallback, rxtx, false, port)
+    }
+
+    fn alloc_pipe_kind(
+        &mut self,
+        fallback: bool,
+        rxtx: bool,
+        stream: bool,
+        port: u32,
+    ) -> Result<RxPipe, AllocError> {
         if port as usize >= self.info.ports {
             return Err(AllocError::NoPort(port));
         }
@@ -500,10 +519,17 @@ impl Device {
             rxtx,
             queued: false,
             dirty: false,
+            shift: if stream { 0 } else { FLIT.trailing_zeros() },
+            mask: if stream {
+                size as u32 - 1
+            } else {
+                (size / FLIT) as u32 - 1
+            },
         });
         // Enable: head and tail start at zero; the high address half enables.
         // The low 12 bits of the (page aligned) address name the port.
-        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), off as u32 | port)?;
+        let flags = if stream { layout::PIPE_STREAM } else { 0 };
+        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), off as u32 | port | flags)?;
         self.mmio_write(reg_addr(id, reg::RX_MEM_HIGH), (off >> 32) as u32)?;
         let p = RxPipe { dev: self.uid, idx };
         if fallback {
@@ -521,6 +547,22 @@ impl Device {
     /// Allocates an RX pipe that receives from `port`.
     pub fn alloc_rx_pipe_on(&mut self, port: u32, fallback: bool) -> Result<RxPipe, AllocError> {
         self.alloc_pipe(fallback, false, port)
+    }
+
+    /// Allocates a *stream pipe* on `port`: the NIC appends the UDP payload
+    /// of each frame, back to back with byte granularity, so a message
+    /// stream split over frames is contiguous in the pipe. [`Device::recv`]
+    /// returns those bytes ([`RxBatch::bytes`]); [`Device::free`] takes any
+    /// byte count (leave an unfinished message in place). Notifications are
+    /// reactive: the NIC tells software about new bytes when the head is
+    /// written, so a reader that frees nothing (it holds only part of a
+    /// message) asks for the latest tail with [`Device::prefetch`].
+    pub fn alloc_stream_pipe_on(
+        &mut self,
+        port: u32,
+        fallback: bool,
+    ) -> Result<RxPipe, AllocError> {
+        self.alloc_pipe_kind(fallback, false, true, port)
     }
 
     /// Allocates an RX/TX pipe (received bytes can be sent in place).
@@ -688,7 +730,7 @@ impl Device {
                 self.stats.bogus_notifications += 1;
                 continue;
             };
-            p.tail = tail & (self.pipe_flits - 1);
+            p.tail = tail & p.mask;
             self.enqueue_ready(idx);
         }
         if n > 0 {
@@ -716,10 +758,9 @@ impl Device {
             let idx = self.ready[self.ready_head] as usize;
             self.ready_head = (self.ready_head + 1) % self.ready.len();
             self.ready_len -= 1;
-            let mask = self.pipe_flits - 1;
             let p = &mut self.pipes[idx];
             p.queued = false;
-            if p.tail.wrapping_sub(p.consumed) & mask == 0 {
+            if p.tail.wrapping_sub(p.consumed) & p.mask == 0 {
                 continue;
             }
             if self.prefetch {
@@ -739,8 +780,8 @@ impl Device {
     /// and is not queued yet.
     #[inline]
     fn enqueue_ready(&mut self, idx: usize) {
-        let mask = self.pipe_flits - 1;
         let p = &mut self.pipes[idx];
+        let mask = p.mask;
         if !p.queued && p.tail.wrapping_sub(p.consumed) & mask != 0 {
             p.queued = true;
             let cap = self.ready.len();
@@ -790,17 +831,19 @@ impl Device {
             return Err(RecvError::ForeignPipe);
         }
         let idx = pipe.idx as usize;
-        if self.pipes[idx].tail == self.pipes[idx].consumed {
+        // `recv` polls only when it has nothing; `peek` always does, since
+        // its caller may be waiting for more after an unfinished message.
+        if !consume || self.pipes[idx].tail == self.pipes[idx].consumed {
             self.poll()?;
         }
-        let mask = self.pipe_flits - 1;
         let p = &mut self.pipes[idx];
+        let (mask, unit) = (p.mask, p.unit());
         let flits = p.tail.wrapping_sub(p.consumed) & mask;
-        let start = p.consumed as usize * FLIT;
+        let start = p.consumed as usize * unit;
         if consume {
             p.consumed = p.tail;
         }
-        let len = flits as usize * FLIT;
+        let len = flits as usize * unit;
         // SAFETY: `start < pipe size` and `len < pipe size`, so the slice lies
         // inside the doubly mapped pipe (2 * size bytes). The NIC does not
         // write bytes between software's head and the tail it notified, and
@@ -812,38 +855,38 @@ impl Device {
 
     /// Marks `bytes` of a peeked batch as consumed.
     pub fn confirm(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
-        let mask = self.pipe_flits - 1;
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        if bytes % FLIT != 0 {
+        let (mask, unit) = (p.mask, p.unit());
+        if bytes % unit != 0 {
             return Err(FreeError::Unaligned(bytes));
         }
-        let avail = (p.tail.wrapping_sub(p.consumed) & mask) as usize * FLIT;
+        let avail = (p.tail.wrapping_sub(p.consumed) & mask) as usize * unit;
         if bytes > avail {
             return Err(FreeError::MoreThanReceived {
                 asked: bytes,
                 available: avail,
             });
         }
-        p.consumed = (p.consumed + (bytes / FLIT) as u32) & mask;
+        p.consumed = (p.consumed + (bytes / unit) as u32) & mask;
         Ok(())
     }
 
     /// Returns the last `bytes` of consumed data to the pipe: the next
     /// `recv` hands them out again.
     pub fn unconsume(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
-        let mask = self.pipe_flits - 1;
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        if bytes % FLIT != 0 {
+        let (mask, unit) = (p.mask, p.unit());
+        if bytes % unit != 0 {
             return Err(FreeError::Unaligned(bytes));
         }
-        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * FLIT;
+        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * unit;
         if bytes > avail {
             return Err(FreeError::MoreThanReceived {
                 asked: bytes,
                 available: avail,
             });
         }
-        p.consumed = p.consumed.wrapping_sub((bytes / FLIT) as u32) & mask;
+        p.consumed = p.consumed.wrapping_sub((bytes / unit) as u32) & mask;
         Ok(())
     }
 
@@ -851,13 +894,13 @@ impl Device {
     /// they are handed back to the NIC in order, after any sends before them
     /// complete.
     pub fn discard(&mut self, pipe: RxTxPipe, bytes: usize) -> Result<(), FreeError> {
-        let mask = self.pipe_flits - 1;
         let pr = pipe.0;
         let p = self.pipe_mut(pr).ok_or(FreeError::ForeignPipe)?;
-        if bytes % FLIT != 0 {
+        let (mask, unit) = (p.mask, p.unit());
+        if bytes % unit != 0 {
             return Err(FreeError::Unaligned(bytes));
         }
-        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * FLIT;
+        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * unit;
         if bytes > avail {
             return Err(FreeError::MoreThanReceived {
                 asked: bytes,
@@ -867,14 +910,14 @@ impl Device {
         if bytes == 0 {
             return Ok(());
         }
-        let flits = (bytes / FLIT) as u32;
+        let flits = (bytes / unit) as u32;
         if p.sent == p.freed {
             // Nothing in flight: free at once.
             return self.free(pr, bytes);
         }
         // Behind sends in flight: an empty TX notification whose completion
         // frees the skipped bytes keeps the frees in order.
-        let addr = p.off + p.sent as usize * FLIT;
+        let addr = p.off + p.sent as usize * unit;
         p.sent = (p.sent + flits) & mask;
         self.push_data(
             addr,
@@ -891,15 +934,15 @@ impl Device {
 
     /// Hands `bytes` of received data back to the NIC (one head write).
     pub fn free(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
-        let mask = self.pipe_flits - 1;
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        if bytes % FLIT != 0 {
+        let (mask, unit) = (p.mask, p.unit());
+        if bytes % unit != 0 {
             return Err(FreeError::Unaligned(bytes));
         }
         if p.sent != p.freed {
             return Err(FreeError::InFlight);
         }
-        let avail = (p.consumed.wrapping_sub(p.freed) & mask) as usize * FLIT;
+        let avail = (p.consumed.wrapping_sub(p.freed) & mask) as usize * unit;
         if bytes > avail {
             return Err(FreeError::MoreThanReceived {
                 asked: bytes,
@@ -909,7 +952,7 @@ impl Device {
         if bytes == 0 {
             return Ok(());
         }
-        p.freed = (p.freed + (bytes / FLIT) as u32) & mask;
+        p.freed = (p.freed + (bytes / unit) as u32) & mask;
         p.sent = p.freed;
         let (id, head) = (p.id, p.freed);
         self.stats.head_writes += 1;
@@ -920,9 +963,9 @@ impl Device {
     /// Frees everything consumed so far.
     pub fn free_all(&mut self, pipe: impl Into<RxPipe>) -> Result<(), FreeError> {
         let pipe = pipe.into();
-        let mask = self.pipe_flits - 1;
         let p = self.pipe_mut(pipe).ok_or(FreeError::ForeignPipe)?;
-        let n = (p.consumed.wrapping_sub(p.freed) & mask) as usize * FLIT;
+        let (mask, unit) = (p.mask, p.unit());
+        let n = (p.consumed.wrapping_sub(p.freed) & mask) as usize * unit;
         self.free(pipe, n)
     }
 
@@ -985,7 +1028,6 @@ impl Device {
     /// (one head write per pipe) and TX pipe space.
     pub fn reap_completions(&mut self) -> Result<usize, DeviceError> {
         let mut n = 0;
-        let mask = self.pipe_flits - 1;
         let now = if self.stamp && self.tx_inflight > 0 {
             nic_emu::monotonic_ns()
         } else {
@@ -1006,7 +1048,7 @@ impl Device {
                 TxRecord::None => {}
                 TxRecord::RxTx { pipe, flits } => {
                     let p = &mut self.pipes[pipe as usize];
-                    p.freed = (p.freed + flits) & mask;
+                    p.freed = (p.freed + flits) & p.mask;
                     if !p.dirty {
                         p.dirty = true;
                         self.dirty.push(pipe);
@@ -1052,9 +1094,9 @@ impl Device {
         if bytes % FLIT != 0 {
             return Err(SendError::Unaligned(bytes));
         }
-        let mask = self.pipe_flits - 1;
         let size = self.info.pipe_size;
         let ps = &self.pipes[p.idx as usize];
+        let mask = ps.mask;
         let avail = (ps.consumed.wrapping_sub(ps.sent) & mask) as usize * FLIT;
         if bytes > avail {
             return Err(SendError::MoreThanReceived {

@@ -40,6 +40,9 @@ pub struct PipeCounters {
     pub head_writes: u64,
     /// Head writes that carried no new head (notification prefetches).
     pub head_rewrites: u64,
+    /// Frames a stream pipe could not carry (not UDP over IPv4/IPv6).
+    #[serde(default)]
+    pub drop_not_udp: u64,
 }
 
 /// Per-queue counters of the packetized interface.
@@ -211,6 +214,7 @@ impl Stats {
         let mut pipe = |c: &PipeCounters| {
             add("pipe_full", c.drop_pipe_full);
             add("notif_ring_full", c.drop_notif_ring_full);
+            add("stream_not_udp", c.drop_not_udp);
         };
         for a in &self.apps {
             for p in &a.pipes {
@@ -294,5 +298,6 @@ impl PipeCounters {
         self.notifications += o.notifications;
         self.head_writes += o.head_writes;
         self.head_rewrites += o.head_rewrites;
+        self.drop_not_udp += o.drop_not_udp;
     }
 }

@@ -91,6 +91,8 @@ struct PipeState {
     owner: u32,
     /// The port it receives from.
     port: u16,
+    /// A stream pipe (positions in bytes).
+    stream: bool,
     head: u32,
     tail: u32,
     outstanding: bool,
@@ -803,6 +805,10 @@ impl Core {
             pc.drop_no_match += 1;
             return;
         };
+        if pipe.stream {
+            self.deliver_stream(pid, frame);
+            return;
+        }
         let mask = self.pipe_flits - 1;
         let free = pipe.head.wrapping_sub(pipe.tail).wrapping_sub(1) & mask;
         if place.flits as u32 > free {
@@ -888,6 +894,69 @@ impl Core {
                     tail: pipe.tail,
                 });
             }
+        }
+    }
+
+    /// The RX path of a stream pipe: append the frame's UDP payload.
+    fn deliver_stream(&mut self, pid: usize, frame: &[u8]) {
+        let pipe = &mut self.pipes[pid];
+        let pcs = &mut self.pipe_counters[pid];
+        let Some(payload) = udp_payload(frame) else {
+            pcs.drop_not_udp += 1;
+            return;
+        };
+        let app = self.apps[pipe.owner as usize]
+            .as_mut()
+            .expect("caller checked");
+        let mask = self.pipe_size as u32 - 1;
+        // One flit's worth of bytes is kept free, as in a frame pipe.
+        let used = pipe.tail.wrapping_sub(pipe.head) & mask;
+        let free = (mask + 1 - FLIT as u32).saturating_sub(used);
+        if payload.len() as u32 > free {
+            pcs.drop_pipe_full += 1;
+            return;
+        }
+        let notify = self.per_packet || !pipe.outstanding;
+        if notify {
+            let nb = &app.nb;
+            if nb.rx_ring == 0 || (nb.rx_tail + 1) & self.ring_mask == nb.rx_head {
+                pcs.drop_notif_ring_full += 1;
+                return;
+            }
+        }
+        let pos = pipe.tail as usize;
+        let first = payload.len().min(self.pipe_size - pos);
+        app.write(pipe.base + pos, &payload[..first]);
+        self.pcie
+            .record_dma_write(TrafficClass::Data, (pipe.base + pos) as u64, first as u64);
+        if first < payload.len() {
+            app.write(pipe.base, &payload[first..]);
+            self.pcie.record_dma_write(
+                TrafficClass::Data,
+                pipe.base as u64,
+                (payload.len() - first) as u64,
+            );
+        }
+        pipe.tail = (pipe.tail + payload.len() as u32) & mask;
+        pcs.rx_frames += 1;
+        pcs.rx_bytes += payload.len() as u64;
+        self.frames += 1;
+        if notify {
+            let vis = if self.latency > 0 {
+                self.clock.now_ns() + self.latency
+            } else {
+                0
+            };
+            push_rx_notif(
+                app,
+                &mut self.pcie,
+                self.ring_mask,
+                pid as u32,
+                pipe.tail,
+                vis,
+            );
+            pipe.outstanding = true;
+            pcs.notifications += 1;
         }
     }
 
@@ -1021,7 +1090,8 @@ impl Core {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let p = &mut self.pipes[pid as usize];
         let port = (p.pending_low & layout::PIPE_PORT_MASK) as usize;
-        let off = (high as usize) << 32 | (p.pending_low & !layout::PIPE_PORT_MASK) as usize;
+        let stream = p.pending_low & layout::PIPE_STREAM != 0;
+        let off = (high as usize) << 32 | (p.pending_low & !layout::PIPE_LOW_BITS) as usize;
         if off == 0 {
             p.base = 0;
             p.outstanding = false;
@@ -1041,13 +1111,18 @@ impl Core {
             self.fallback[p.port as usize].remove(pid);
         }
         (p.base, p.head, p.tail, p.outstanding, p.port) = (off, 0, 0, false, port as u16);
+        p.stream = stream;
     }
 
     /// Software handed pipe bytes back (or rewrote the head to prefetch).
     fn pipe_head_write(&mut self, slot: usize, pid: u32, head: u32) {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let p = &mut self.pipes[pid as usize];
-        let mask = self.pipe_flits - 1;
+        let mask = if p.stream {
+            self.pipe_size as u32 - 1
+        } else {
+            self.pipe_flits - 1
+        };
         if p.base == 0 || head > mask {
             app.counters.reject_bad_register_value += 1;
             return;
@@ -1372,6 +1447,32 @@ impl Core {
             _ => app.counters.reject_bad_config += 1,
         }
     }
+}
+
+/// The UDP payload of an IPv4 or IPv6 frame (untagged).
+fn udp_payload(frame: &[u8]) -> Option<&[u8]> {
+    let ty = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let (start, end) = match ty {
+        wire::ETHERTYPE_IPV4 => {
+            let ip = frame.get(14..34)?;
+            let ihl = (ip[0] & 0x0f) as usize * 4;
+            let tot = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+            if ip[9] != wire::PROTO_UDP || ihl < 20 || tot < ihl + 8 {
+                return None;
+            }
+            (14 + ihl + 8, 14 + tot)
+        }
+        wire::ETHERTYPE_IPV6 => {
+            let ip = frame.get(14..54)?;
+            let plen = u16::from_be_bytes([ip[4], ip[5]]) as usize;
+            if ip[6] != wire::PROTO_UDP || plen < 8 {
+                return None;
+            }
+            (14 + 40 + 8, 14 + 40 + plen)
+        }
+        _ => return None,
+    };
+    frame.get(start..end)
 }
 
 #[inline]

@@ -196,8 +196,16 @@ const _: () = assert!(size_of::<TxNotification>() == 64);
 pub const TX_VISIBLE_ARG: usize = 4;
 
 /// A pipe's buffer offset is page aligned; the low 12 bits of the
-/// `rx_mem_low` register carry the port the pipe receives from.
-pub const PIPE_PORT_MASK: u32 = 0xfff;
+/// `rx_mem_low` register carry the port the pipe receives from (bits 0..8)
+/// and flags.
+pub const PIPE_PORT_MASK: u32 = 0xff;
+/// Flag in `rx_mem_low`: a *stream pipe*. The NIC appends only the UDP
+/// payload of each frame, back to back with byte granularity, so a message
+/// stream split over many frames is contiguous text in the pipe. Its head,
+/// tail and notifications count bytes instead of flits.
+pub const PIPE_STREAM: u32 = 0x100;
+/// All the low bits of `rx_mem_low` that are not address.
+pub const PIPE_LOW_BITS: u32 = 0xfff;
 
 /// Largest TX notification length (1 MiB, as on the real NIC).
 pub const MAX_TX_LEN: u32 = 1 << 20;
