@@ -306,6 +306,10 @@ pub struct BarChart {
     pub categories: Vec<String>,
     /// The bar sets.
     pub series: Vec<BarSeries>,
+    /// Stack the series in one bar per category (parts of a whole, such
+    /// as data and metadata bytes) instead of side by side.
+    #[serde(default)]
+    pub stacked: bool,
 }
 
 impl BarChart {
@@ -320,7 +324,35 @@ impl BarChart {
             y_label: y_label.to_string(),
             categories: categories.into_iter().map(Into::into).collect(),
             series: Vec::new(),
+            stacked: false,
         }
+    }
+
+    /// Stacks the series: one bar per category, series on top of each
+    /// other in the order given (values must not be negative).
+    pub fn stacked(mut self) -> Self {
+        self.stacked = true;
+        self
+    }
+
+    /// The bottom and top of each segment `(series, category)` when stacked.
+    fn segments(&self) -> Vec<Vec<(f64, f64)>> {
+        let mut base = vec![0.0; self.categories.len()];
+        self.series
+            .iter()
+            .map(|s| {
+                base.iter_mut()
+                    .enumerate()
+                    .map(|(ci, b)| {
+                        let v = s.values.get(ci).copied().unwrap_or(f64::NAN);
+                        let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
+                        let seg = (*b, *b + v);
+                        *b += v;
+                        seg
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Adds a bar set.
@@ -343,12 +375,19 @@ impl BarChart {
     where
         DB::ErrorType: 'static,
     {
-        let values: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.values.iter().copied())
-            .filter(|v| v.is_finite())
-            .collect();
+        let segments = self.segments();
+        let values: Vec<f64> = if self.stacked {
+            segments
+                .iter()
+                .flat_map(|s| s.iter().map(|seg| seg.1))
+                .collect()
+        } else {
+            self.series
+                .iter()
+                .flat_map(|s| s.values.iter().copied())
+                .filter(|v| v.is_finite())
+                .collect()
+        };
         if self.categories.is_empty() || values.is_empty() {
             return Err(PlotError::NoData);
         }
@@ -375,20 +414,36 @@ impl BarChart {
             .draw()
             .map_err(draw_err)?;
 
-        let k = self.series.len().max(1) as f64;
+        let k = if self.stacked {
+            1.0
+        } else {
+            self.series.len().max(1) as f64
+        };
         let group = 0.8;
         let width = group / k;
         for (si, s) in self.series.iter().enumerate() {
             let c = colour(si);
-            let bars = s
-                .values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite())
-                .map(|(ci, &v)| {
-                    let x = ci as f64 + (1.0 - group) / 2.0 + si as f64 * width;
-                    Rectangle::new([(x, 0f64.max(y0)), (x + width * 0.92, v)], c.filled())
-                });
+            let bars: Vec<_> = if self.stacked {
+                segments[si]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (lo, hi))| hi > lo)
+                    .map(|(ci, &(lo, hi))| {
+                        let x = ci as f64 + (1.0 - group) / 2.0;
+                        Rectangle::new([(x, lo), (x + width * 0.92, hi)], c.filled())
+                    })
+                    .collect()
+            } else {
+                s.values
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_finite())
+                    .map(|(ci, &v)| {
+                        let x = ci as f64 + (1.0 - group) / 2.0 + si as f64 * width;
+                        Rectangle::new([(x, 0f64.max(y0)), (x + width * 0.92, v)], c.filled())
+                    })
+                    .collect()
+            };
             chart
                 .draw_series(bars)
                 .map_err(draw_err)?
@@ -472,6 +527,25 @@ mod tests {
         let bp = dir.bar_chart("b.svg", &bars).unwrap();
         assert!(std::fs::metadata(lp).unwrap().len() > 0);
         assert!(std::fs::metadata(bp).unwrap().len() > 0);
+    }
+
+    #[test]
+    fn stacked_bars_add_up() {
+        let bars = BarChart::new("pcie", "B/pkt", ["enso 64", "packetized 64"])
+            .series("data", vec![150.0, 170.0])
+            .series("metadata", vec![10.0, f64::NAN])
+            .stacked();
+        assert_eq!(
+            bars.segments(),
+            vec![
+                vec![(0.0, 150.0), (0.0, 170.0)],
+                vec![(150.0, 160.0), (170.0, 170.0)]
+            ]
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("stacked.svg");
+        bars.render_svg(&p).unwrap();
+        assert!(std::fs::read_to_string(&p).unwrap().contains("metadata"));
     }
 
     #[test]
