@@ -70,8 +70,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod contention;
+pub mod echo;
+pub mod emu;
 pub mod frames;
 pub mod interleave;
+// perf_event_open needs a system call and ioctls on its descriptors.
+#[allow(unsafe_code)]
+pub mod perf;
 pub mod placement;
 pub mod plot;
 pub mod probe;

@@ -14,6 +14,8 @@ use bench::probe::{self, Probe};
 use bench::refring::{self, Mode, RefConfig, RefRun};
 use bench::results::ResultsDir;
 
+mod cli;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "bench",
@@ -33,11 +35,14 @@ enum Command {
     /// Run the reference datapath: an SPSC byte ring between the two cores,
     /// frames back to back on 64 B boundaries, the machine's limit.
     Reference(ReferenceArgs),
+    /// Echo server (or rx loop) on the emulated NIC: Ensō vs packetized vs
+    /// the reference ring, interleaved; packet rate and cost per packet.
+    Echo(cli::echo::EchoArgs),
 }
 
 /// Options every experiment shares.
 #[derive(Args, Debug, Clone, Serialize)]
-struct Common {
+pub(crate) struct Common {
     /// Two distinct cores for the two sides, e.g. `0,1` (default: the first
     /// two this process may use).
     #[arg(long, value_name = "A,B")]
@@ -48,7 +53,7 @@ struct Common {
 }
 
 impl Common {
-    fn placement(&self) -> Result<Placement, String> {
+    pub(crate) fn placement(&self) -> Result<Placement, String> {
         let p = match &self.cores {
             Some(c) => Placement::parse(c).map_err(|e| e.to_string())?,
             None => Placement::pick(),
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Probe(args) => cmd_probe(&args),
         Command::Reference(args) => cmd_reference(&args),
+        Command::Echo(args) => cli::echo::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -119,7 +125,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
+pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
     let s = serde_json::to_string(value).map_err(|e| e.to_string())?;
     println!("{s}");
     Ok(())

@@ -1,0 +1,434 @@
+//! `bench echo`: packet rate of echo (or rx) on the emulated NIC, Ensō vs
+//! packetized vs the reference ring.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use bench::echo::{self, EchoPlan, EchoRun, EchoSummary, REFERENCE};
+use bench::emu::{Interface, RigConfig};
+use bench::placement::{Placement, Side};
+use bench::plot::{BarChart, LineChart};
+use bench::progress::Progress;
+use bench::refring::Mode;
+use bench::results::{ResultsDir, Table};
+
+use crate::{print_json, Common};
+
+/// Which interfaces to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Which {
+    Enso,
+    Packetized,
+    Both,
+}
+
+impl Which {
+    pub(crate) fn interfaces(self) -> Vec<Interface> {
+        match self {
+            Which::Enso => vec![Interface::Enso],
+            Which::Packetized => vec![Interface::Packetized],
+            Which::Both => Interface::BOTH.to_vec(),
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct EchoArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Interface(s) to measure (interleaved with the reference ring).
+    #[arg(long, value_enum, default_value_t = Which::Both)]
+    pub(crate) interface: Which,
+    /// echo: the application sends every frame back to the generator; rx:
+    /// it receives, touches and frees every frame.
+    #[arg(long, value_enum, default_value_t = Mode::Echo)]
+    pub(crate) mode: Mode,
+    /// Packet size on the wire with FCS (64..1518); frames in memory are
+    /// 4 bytes shorter.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) size: usize,
+    /// Sweep these sizes instead (e.g. 64,128,256,512,1024,1518): writes a
+    /// CSV and a rate-vs-size plot.
+    #[arg(long, value_name = "A,B,...")]
+    pub(crate) sizes: Option<String>,
+    /// Interleaved run length per size (a warm-up round included).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(crate) duration_ms: u64,
+    /// Length of one trial.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub(crate) trial_ms: u64,
+    /// Pipes (Ensō) or RSS queues (packetized) the application uses.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) pipes: u32,
+    /// UDP flows the generator cycles through.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) flows: u32,
+    /// Echo: most frames in flight (sent, not back). At most what one pipe
+    /// or RX ring holds, so nothing is dropped whatever the flow hash.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) window: u64,
+    /// Generator frames per engine step.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub(crate) burst: u64,
+    /// Frames per batch of the reference ring (the generator's burst and
+    /// the packetized driver's rx_burst are 32).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub(crate) ref_batch: u64,
+    /// Leave the reference ring out.
+    #[arg(long)]
+    pub(crate) no_reference: bool,
+    /// Write a results directory under results/.
+    #[arg(long)]
+    pub(crate) save: bool,
+    /// Write the results directory here instead (implies --save).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// One CSV row per variant and size.
+#[derive(Serialize)]
+struct Row<'a> {
+    pkt_size: usize,
+    interface: &'a str,
+    mode: Mode,
+    mpps: f64,
+    mpps_min: f64,
+    mpps_max: f64,
+    gbps: f64,
+    goodput_gbps: f64,
+    nic_ns_per_pkt: f64,
+    app_ns_per_pkt: f64,
+    nic_busy: f64,
+    app_busy: f64,
+    nic_capacity_mpps: f64,
+    app_capacity_mpps: f64,
+    bottleneck: &'a str,
+    notifications_per_pkt: Option<f64>,
+    pcie_up_per_pkt: Option<f64>,
+    pcie_down_per_pkt: Option<f64>,
+    pcie_metadata_fraction: Option<f64>,
+    drops: u64,
+    reference_mpps: Option<f64>,
+    ratio_to_reference: Option<f64>,
+    speedup: Option<f64>,
+    app_capacity_speedup: Option<f64>,
+    probe_rtt_ns: Option<f64>,
+    contended_trials: usize,
+    trials: usize,
+}
+
+impl<'a> From<&'a EchoSummary> for Row<'a> {
+    fn from(s: &'a EchoSummary) -> Self {
+        Row {
+            pkt_size: s.pkt_size,
+            interface: &s.interface,
+            mode: s.mode,
+            mpps: s.mpps,
+            mpps_min: s.mpps_range[0],
+            mpps_max: s.mpps_range[1],
+            gbps: s.gbps,
+            goodput_gbps: s.goodput_gbps,
+            nic_ns_per_pkt: s.nic_ns_per_pkt,
+            app_ns_per_pkt: s.app_ns_per_pkt,
+            nic_busy: s.nic_busy,
+            app_busy: s.app_busy,
+            nic_capacity_mpps: s.nic_capacity_mpps,
+            app_capacity_mpps: s.app_capacity_mpps,
+            bottleneck: &s.bottleneck,
+            notifications_per_pkt: s.notifications_per_pkt,
+            pcie_up_per_pkt: s.pcie_up_per_pkt,
+            pcie_down_per_pkt: s.pcie_down_per_pkt,
+            pcie_metadata_fraction: s.pcie_metadata_fraction,
+            drops: s.drops.values().sum(),
+            reference_mpps: s.reference_mpps,
+            ratio_to_reference: s.ratio_to_reference,
+            speedup: s.speedup,
+            app_capacity_speedup: s.app_capacity_speedup,
+            probe_rtt_ns: s.probe_rtt_ns,
+            contended_trials: s.contended_trials,
+            trials: s.trials,
+        }
+    }
+}
+
+/// How the threads were placed, in words.
+pub(crate) fn placement_line(p: &Placement, reference: bool) -> String {
+    let c = |s: Side| p.core(s).map_or_else(|| "-".to_string(), |c| c.to_string());
+    let mut s = format!(
+        "threads: NIC engine and its built-in traffic generator on core {}, application on core {}",
+        c(Side::A),
+        c(Side::B)
+    );
+    if reference {
+        s.push_str(&format!(
+            "; reference ring: producer on core {}, consumer on core {}",
+            c(Side::A),
+            c(Side::B)
+        ));
+    }
+    s
+}
+
+pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
+    let placement = args.common.placement()?;
+    let sizes = match &args.sizes {
+        Some(s) => super::parse_sizes(s)?,
+        None => super::parse_sizes(&args.size.to_string())?,
+    };
+    let interfaces = args.interface.interfaces();
+    let plans: Vec<EchoPlan> = sizes
+        .iter()
+        .map(|&size| {
+            let mut rig = RigConfig::new(Interface::Enso, args.mode, size);
+            rig.pipes = args.pipes;
+            rig.flows = args.flows;
+            rig.window = Some(args.window);
+            rig.burst = args.burst as usize;
+            EchoPlan {
+                interfaces: interfaces.clone(),
+                rig,
+                reference_batch: args.ref_batch as usize,
+                trial: Duration::from_millis(args.trial_ms),
+                total: Duration::from_millis(args.duration_ms),
+                reference: !args.no_reference,
+            }
+        })
+        .collect();
+    for p in &plans {
+        p.rig.check()?;
+    }
+    let json = args.common.json;
+    if !json {
+        eprintln!(
+            "echo: {} mode, sizes {:?} B (wire, with FCS), {} per size in {} ms trials, {} pipes, {} flows",
+            args.mode, sizes, format_ms(args.duration_ms), args.trial_ms, args.pipes, args.flows
+        );
+        eprintln!("{}", placement_line(&placement, !args.no_reference));
+    }
+    let variants = interfaces.len() + usize::from(!args.no_reference);
+    let per_size = Duration::from_millis(args.duration_ms);
+    let expected = plans.first().map_or(1, |p| {
+        bench::interleave::Interleave::new(p.trial)
+            .total(per_size)
+            .expected_rounds(variants)
+    }) * plans.len();
+    let mut progress = Progress::new("echo", expected as u64, json);
+    let mut runs: Vec<EchoRun> = Vec::new();
+    for plan in &plans {
+        progress.note(&format!("{} B", plan.rig.wire_size));
+        runs.push(echo::run(plan, &placement, &mut progress)?);
+    }
+    progress.finish();
+    let all: Vec<&EchoSummary> = runs.iter().flat_map(|r| r.summaries.iter()).collect();
+    let measured: Vec<&EchoSummary> = all
+        .iter()
+        .copied()
+        .filter(|s| s.interface != REFERENCE)
+        .collect();
+    if json {
+        if measured.len() == 1 {
+            print_json(measured[0])?;
+        } else {
+            print_json(&measured)?;
+        }
+    } else {
+        let owned: Vec<EchoSummary> = all.iter().map(|s| (*s).clone()).collect();
+        println!("{}", placement_line(&placement, !args.no_reference));
+        for r in &runs {
+            if let (Some(m), Some((lo, hi))) = (r.report.probe_median_ns, r.report.probe_range_ns) {
+                let size = r.summaries.first().map_or(0, |s| s.pkt_size);
+                println!(
+                    "probe at {size} B: cross-core round trip median {m:.0} ns ({lo:.0}..{hi:.0})"
+                );
+            }
+        }
+        print!("{}", text_table(&echo::table(&owned)));
+        for line in echo::interpretation(&owned) {
+            println!("{line}");
+        }
+        let contended: usize = all.iter().map(|s| s.contended_trials).sum();
+        let trials: usize = all.iter().map(|s| s.trials).sum();
+        if contended > 0 {
+            println!(
+                "contended: {contended} of {trials} trials shared their cores with other work \
+                 (rates are low in those trials; ratios are per round)"
+            );
+        } else {
+            println!("contended: no ({trials} trials had their cores to themselves)");
+        }
+    }
+    if let Some(dir) = super::results_dir("echo", args.save, &args.out)? {
+        save(&dir, args, &placement, &runs, &sizes).map_err(|e| e.to_string())?;
+        if !json {
+            eprintln!("results: {}", dir.path().display());
+        }
+    }
+    Ok(())
+}
+
+fn format_ms(ms: u64) -> String {
+    if ms >= 1000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// A table as aligned text.
+pub(crate) fn text_table(t: &Table) -> String {
+    let n = t.headers.len();
+    let mut w: Vec<usize> = t.headers.iter().map(|h| h.chars().count()).collect();
+    for r in &t.rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate().take(n) {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = w[i] - c.chars().count();
+            if i == 0 || c.parse::<f64>().is_err() {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut s = line(&t.headers);
+    for r in &t.rows {
+        s.push_str(&line(r));
+    }
+    s
+}
+
+fn save(
+    dir: &ResultsDir,
+    args: &EchoArgs,
+    placement: &Placement,
+    runs: &[EchoRun],
+    sizes: &[usize],
+) -> Result<(), bench::results::ResultsError> {
+    dir.write_config(args)?;
+    dir.write_json("echo.json", runs)?;
+    let all: Vec<EchoSummary> = runs
+        .iter()
+        .flat_map(|r| r.summaries.iter().cloned())
+        .collect();
+    let rows: Vec<Row<'_>> = all.iter().map(Row::from).collect();
+    dir.write_csv("echo.csv", &rows)?;
+    // Every trial, with its size.
+    let mut trials = Table::default();
+    for (run, size) in runs.iter().zip(sizes) {
+        let t = run.report.trial_table();
+        if trials.headers.is_empty() {
+            trials.headers = std::iter::once("pkt_size".to_string())
+                .chain(t.headers.iter().cloned())
+                .collect();
+        }
+        for r in t.rows {
+            // Columns differ only if extras differ; align on the header.
+            let mut row = vec![String::new(); trials.headers.len()];
+            row[0] = size.to_string();
+            for (h, c) in t.headers.iter().zip(r) {
+                if let Some(i) = trials.headers.iter().position(|x| x == h) {
+                    row[i] = c;
+                }
+            }
+            trials.rows.push(row);
+        }
+    }
+    dir.write_table("trials.csv", &trials)?;
+
+    let mut md = format!(
+        "# Echo on the emulated NIC ({} mode)\n\n{}.\nSizes are wire sizes with FCS; \
+         frames in memory are 4 B shorter. Rates are medians over interleaved rounds; \
+         ratios are medians of per-round ratios.\n\n",
+        args.mode,
+        placement_line(placement, !args.no_reference)
+    );
+    md.push_str(&echo::table(&all).markdown());
+    md.push('\n');
+    for line in echo::interpretation(&all) {
+        md.push_str(&format!("- {line}\n"));
+    }
+    for r in runs {
+        if let (Some(m), Some((lo, hi))) = (r.report.probe_median_ns, r.report.probe_range_ns) {
+            let size = r.summaries.first().map_or(0, |s| s.pkt_size);
+            md.push_str(&format!(
+                "- Probe at {size} B: median {m:.0} ns ({lo:.0}..{hi:.0}).\n"
+            ));
+        }
+    }
+    let contended: usize = all.iter().map(|s| s.contended_trials).sum();
+    let trials_n: usize = all.iter().map(|s| s.trials).sum();
+    md.push_str(&format!(
+        "- Contended trials (cores shared with other work): {contended} of {trials_n}.\n"
+    ));
+    md.push_str(
+        "\nNIC ns/pkt is the engine's busy time per packet (it also runs the traffic \
+         generator); app ns/pkt the application thread's. \"App capacity\" is 1e3 / app \
+         ns/pkt: the rate the application could sustain if the emulated NIC kept up. When \
+         the limit is `nic`, the emulated NIC, not the interface, set the rate.\n",
+    );
+    dir.write_summary(&md)?;
+
+    let names: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for s in &all {
+            if !v.contains(&s.interface) {
+                v.push(s.interface.clone());
+            }
+        }
+        v
+    };
+    let series = |f: &dyn Fn(&EchoSummary) -> f64, name: &str| -> Vec<(f64, f64)> {
+        all.iter()
+            .filter(|s| s.interface == name)
+            .map(|s| (s.pkt_size as f64, f(s)))
+            .collect()
+    };
+    if sizes.len() > 1 {
+        let mut chart = LineChart::new(
+            &format!("{} on the emulated NIC: packet rate vs size", args.mode),
+            "packet size on the wire (B)",
+            "Mpps (median)",
+        )
+        .log_x();
+        for n in &names {
+            chart = chart.series(n, series(&|s| s.mpps, n));
+        }
+        dir.line_chart("rate.svg", &chart)?;
+        let mut cap = LineChart::new(
+            "application capacity (1e3 / app ns per packet)",
+            "packet size on the wire (B)",
+            "Mpps the application could handle",
+        )
+        .log_x();
+        for n in names.iter().filter(|n| *n != REFERENCE) {
+            cap = cap.series(n, series(&|s| s.app_capacity_mpps, n));
+        }
+        dir.line_chart("app_capacity.svg", &cap)?;
+    } else {
+        let cats = ["packet rate", "app capacity"];
+        let mut chart = BarChart::new(
+            &format!("{} at {} B on the emulated NIC", args.mode, sizes[0]),
+            "Mpps",
+            cats,
+        );
+        for s in &all {
+            chart = chart.series(&s.interface, vec![s.mpps, s.app_capacity_mpps]);
+        }
+        dir.bar_chart("rate.svg", &chart)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,923 @@
+//! The emulated NIC as a two-core experiment.
+//!
+//! A [`Rig`] is one device (`nic_emu::Nic`) whose port 0 is wired to the
+//! NIC's built-in traffic generator, and one application attached to it
+//! through either interface: Ensō pipes ([`enso::EnsoDriver`]) or the
+//! packetized descriptor rings ([`enso::PacketizedDriver`]). The NIC engine
+//! thread (which also runs the generator) is pinned to side A of the
+//! placement, the application thread to side B: two busy threads on two
+//! cores, nothing else.
+//!
+//! The device lives as long as the rig, so trials are short: a trial starts
+//! the application thread, releases the generator, lets it run, pauses it,
+//! waits until everything in flight has come back (or was dropped and
+//! counted), stops the application thread and takes counter deltas. Between
+//! trials both cores are idle: the application thread has exited and the
+//! engine sleeps between empty steps.
+//!
+//! Sizes are wire sizes with the 4-byte FCS, as everywhere in this crate: a
+//! 64 B packet is a 60-byte frame in memory (the generator's
+//! `SizeSpec::Fixed(60)`), and `TrialResult::bytes` counts those 60.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use enso::app::{DriverError, PacketHandler, Verdict};
+use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
+use enso_apps::echo::Echo;
+use nic_emu::{
+    DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, SizeSpec, Stats, VerifyLevel,
+    WireConfig,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::contention::{self, Preemption, PreemptionCounter, StealCounter};
+use crate::frames;
+use crate::interleave::{TrialResult, Variant};
+use crate::placement::{Placement, Side};
+use crate::refring::Mode;
+
+/// Which application interface a rig uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Interface {
+    /// Ensō pipes and notifications.
+    Enso,
+    /// Descriptor rings and a buffer pool (the DPDK-shaped baseline).
+    Packetized,
+}
+
+impl Interface {
+    /// Both, Ensō first.
+    pub const BOTH: [Interface; 2] = [Interface::Enso, Interface::Packetized];
+
+    /// The name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Interface::Enso => "enso",
+            Interface::Packetized => "packetized",
+        }
+    }
+}
+
+impl std::fmt::Display for Interface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Threads of the rig the engine's thread name is derived from; kept short
+/// because the kernel keeps 15 bytes of a thread name.
+const ENGINE_SUFFIX: &str = "-engine";
+
+/// How a rig is built.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RigConfig {
+    /// The application's interface.
+    pub interface: Interface,
+    /// `echo`: the application sends every frame back (the generator counts
+    /// what returns); `rx`: it receives, touches and frees every frame.
+    pub mode: Mode,
+    /// Packet size on the wire with FCS (64..=1518); frames are 4 B shorter.
+    pub wire_size: usize,
+    /// Pipes (Ensō) or RSS queues (packetized) the application uses.
+    pub pipes: u32,
+    /// UDP flows the generator cycles through (spread over pipes by hash).
+    pub flows: u32,
+    /// Most frames sent but not back (echo); `None` for no limit.
+    pub window: Option<u64>,
+    /// Generator frames per engine step at most.
+    pub burst: usize,
+    /// Generator rate; `None` as fast as the engine goes.
+    pub rate_pps: Option<f64>,
+    /// Ensō notification mode (the packetized interface ignores it).
+    pub notification_mode: NotificationMode,
+    /// Emulated one-way interconnect latency, ns.
+    pub interconnect_latency_ns: u64,
+    /// Packetized: RX descriptor ring entries per queue.
+    pub rx_ring: u32,
+    /// Packetized: TX descriptor ring entries per queue.
+    pub tx_ring: u32,
+    /// Packetized: frames per `rx_burst`.
+    pub app_burst: usize,
+    /// Count the application thread's hardware cache events
+    /// ([`crate::perf`]) during the measured window.
+    #[serde(default)]
+    pub perf_counters: bool,
+}
+
+impl RigConfig {
+    /// Full-speed echo of `wire_size` packets over `interface` with the
+    /// defaults of the throughput experiments: 2 pipes, 16 flows, a window
+    /// of 1024 frames, generator bursts of 32, 4096-entry RX rings.
+    pub fn new(interface: Interface, mode: Mode, wire_size: usize) -> Self {
+        RigConfig {
+            interface,
+            mode,
+            wire_size,
+            pipes: 2,
+            flows: 16,
+            window: Some(1024),
+            burst: 32,
+            rate_pps: None,
+            notification_mode: NotificationMode::Reactive,
+            interconnect_latency_ns: 0,
+            rx_ring: 4096,
+            tx_ring: 1024,
+            app_burst: 32,
+            perf_counters: false,
+        }
+    }
+
+    /// Frame bytes in memory (no FCS).
+    pub fn frame_len(&self) -> usize {
+        frames::frame_len_for_wire_size(self.wire_size)
+    }
+
+    /// Checks sizes and counts.
+    pub fn check(&self) -> Result<(), String> {
+        if !(frames::MIN_WIRE_SIZE..=frames::MAX_WIRE_SIZE).contains(&self.wire_size) {
+            return Err(format!(
+                "packet size {} outside {}..={} (wire size with FCS)",
+                self.wire_size,
+                frames::MIN_WIRE_SIZE,
+                frames::MAX_WIRE_SIZE
+            ));
+        }
+        if self.pipes == 0 || self.flows == 0 || self.burst == 0 || self.app_burst == 0 {
+            return Err("pipes, flows and bursts must be at least 1".into());
+        }
+        if self.window == Some(0) {
+            return Err("a window of 0 frames sends nothing".into());
+        }
+        if self.rate_pps.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err("the rate must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The generator wired to port 0.
+    pub fn generator(&self) -> GeneratorConfig {
+        GeneratorConfig {
+            sizes: SizeSpec::Fixed(self.frame_len()),
+            flows: self.flows,
+            rate_pps: self.rate_pps,
+            max_in_flight: match self.mode {
+                Mode::Echo => self.window,
+                // Nothing comes back: a window would stop it at once.
+                Mode::Rx => None,
+            },
+            verify: VerifyLevel::Sequence,
+            burst: self.burst,
+            paused: true,
+            ..Default::default()
+        }
+    }
+
+    /// The device: port 0 wired to [`RigConfig::generator`].
+    pub fn device(&self, name: &str) -> DeviceConfig {
+        let mut cfg = DeviceConfig::new(name, WireConfig::Generator(self.generator()));
+        cfg.notification_mode = self.notification_mode;
+        cfg.interconnect_latency_ns = self.interconnect_latency_ns;
+        cfg
+    }
+
+    fn device_options(&self) -> DeviceOptions {
+        match self.interface {
+            Interface::Enso => DeviceOptions {
+                pipes: self.pipes,
+                ..Default::default()
+            },
+            Interface::Packetized => DeviceOptions {
+                pipes: 0,
+                tx_pipes: 0,
+                queues: self.pipes,
+                rx_ring: self.rx_ring,
+                tx_ring: self.tx_ring,
+                // Every RX ring full, plus what sits in TX rings.
+                pool_buffers: self.pipes * (self.rx_ring + self.tx_ring),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// The rx-mode application: reads each frame's first payload bytes and
+/// frees it.
+#[derive(Debug, Default, Clone)]
+pub struct Touch {
+    /// Sum of the 8 bytes at the payload's start of every frame.
+    pub sum: u64,
+}
+
+impl PacketHandler for Touch {
+    #[inline]
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
+        let at = frames::SEQ_OFFSET;
+        if let Some(b) = frame.get(at..at + 8) {
+            let v = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            self.sum = self.sum.wrapping_add(v);
+        }
+        Verdict::Consume
+    }
+}
+
+/// Either driver, with the loop an application thread runs.
+#[derive(Debug)]
+pub enum Driver {
+    /// Ensō pipes.
+    Enso(EnsoDriver),
+    /// Descriptor rings.
+    Packetized(PacketizedDriver),
+}
+
+impl Driver {
+    /// One poll: the frames handled.
+    #[inline]
+    pub fn poll<H: PacketHandler>(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        match self {
+            Driver::Enso(d) => d.poll(h),
+            Driver::Packetized(d) => d.poll(h),
+        }
+    }
+
+    /// Frame bytes the driver has handled so far.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Driver::Enso(d) => d.stats.bytes,
+            Driver::Packetized(d) => d.stats.bytes,
+        }
+    }
+
+    /// The device handle.
+    pub fn device(&self) -> &Device {
+        match self {
+            Driver::Enso(d) => &d.dev,
+            Driver::Packetized(d) => &d.dev,
+        }
+    }
+}
+
+/// What an application thread does with each frame.
+#[derive(Debug)]
+pub enum Handler {
+    /// Increment the echo byte and send the frame back.
+    Echo(Echo),
+    /// Read it and free it.
+    Touch(Touch),
+}
+
+/// Phases of a trial, as the application thread sees them.
+const RUN: u8 = 0;
+/// The measured window has ended: snapshot the counters, keep draining.
+const END: u8 = 1;
+/// Everything has drained: return.
+const EXIT: u8 = 2;
+
+/// Polls between two looks at the phase flag.
+const PHASE_CHECK: u32 = 32;
+
+/// What the application thread measured in one trial.
+#[derive(Clone, Debug, Default)]
+struct AppReport {
+    /// Frames handled before the window ended.
+    frames: u64,
+    /// Their bytes.
+    bytes: u64,
+    /// Time spent in polls that found work, until the window ended.
+    busy_ns: u64,
+    /// Preemptions of the thread over the whole trial.
+    preempted: Preemption,
+    pinned: bool,
+    error: Option<String>,
+    /// Hardware counters over the window, if asked for and available.
+    perf: Option<crate::perf::Counts>,
+}
+
+/// Shared between the trial's controller and the application thread.
+struct Control {
+    phase: CachePadded<AtomicU8>,
+    /// Frames handled so far, published at every phase check.
+    frames: CachePadded<AtomicU64>,
+    /// Set once the thread is pinned and polling.
+    started: CachePadded<AtomicU8>,
+    /// Count hardware events in the application thread.
+    perf: bool,
+}
+
+/// Busy time of a polling loop. While idle, the clock is read before each
+/// poll, so an idle episode ends exactly where the poll that found work
+/// began; while busy it is not read at all.
+struct BusyClock {
+    start: Instant,
+    idle: Duration,
+    /// Start of the current idle episode.
+    since: Option<Instant>,
+    /// Start of the poll in progress, while idle.
+    poll_start: Option<Instant>,
+}
+
+impl BusyClock {
+    fn new() -> Self {
+        BusyClock {
+            start: Instant::now(),
+            idle: Duration::ZERO,
+            since: None,
+            poll_start: None,
+        }
+    }
+    /// Before each poll.
+    #[inline]
+    fn before_poll(&mut self) {
+        if self.since.is_some() {
+            self.poll_start = Some(Instant::now());
+        }
+    }
+    /// The poll found nothing.
+    #[inline]
+    fn idle(&mut self) {
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+        }
+    }
+    /// The poll found work.
+    #[inline]
+    fn work(&mut self) {
+        if let Some(t) = self.since.take() {
+            let end = self.poll_start.take().unwrap_or_else(Instant::now);
+            self.idle += end.saturating_duration_since(t);
+        }
+    }
+    fn busy_ns(&mut self) -> u64 {
+        if let Some(t) = self.since.take() {
+            self.idle += t.elapsed();
+            self.since = Some(Instant::now());
+        }
+        (self.start.elapsed().saturating_sub(self.idle)).as_nanos() as u64
+    }
+}
+
+fn app_loop<H: PacketHandler>(
+    driver: &mut Driver,
+    h: &mut H,
+    ctl: &Control,
+    pinned: bool,
+) -> AppReport {
+    let preempted = PreemptionCounter::start();
+    let bytes0 = driver.bytes();
+    let mut frames = 0u64;
+    let mut report = AppReport {
+        pinned,
+        ..Default::default()
+    };
+    let counters = if ctl.perf {
+        crate::perf::Counters::open().ok()
+    } else {
+        None
+    };
+    if let Some(c) = &counters {
+        c.start();
+    }
+    ctl.started.store(1, Ordering::Release);
+    let mut clock = BusyClock::new();
+    let mut measuring = true;
+    let mut polls = 0u32;
+    loop {
+        clock.before_poll();
+        match driver.poll(h) {
+            Ok(0) => {
+                clock.idle();
+                std::hint::spin_loop();
+            }
+            Ok(n) => {
+                clock.work();
+                frames += n as u64;
+            }
+            Err(e) => {
+                report.error = Some(e.to_string());
+                break;
+            }
+        }
+        polls += 1;
+        if polls == PHASE_CHECK {
+            polls = 0;
+            ctl.frames.store(frames, Ordering::Relaxed);
+            let phase = ctl.phase.load(Ordering::Acquire);
+            if measuring && phase >= END {
+                measuring = false;
+                if let Some(c) = &counters {
+                    c.stop();
+                    report.perf = Some(c.read());
+                }
+                report.busy_ns = clock.busy_ns();
+                report.frames = frames;
+                report.bytes = driver.bytes() - bytes0;
+            }
+            if phase == EXIT {
+                break;
+            }
+        }
+    }
+    ctl.frames.store(frames, Ordering::Relaxed);
+    if measuring {
+        if let Some(c) = &counters {
+            c.stop();
+            report.perf = Some(c.read());
+        }
+        report.busy_ns = clock.busy_ns();
+        report.frames = frames;
+        report.bytes = driver.bytes() - bytes0;
+    }
+    report.preempted = preempted.stop();
+    report
+}
+
+/// The counters of one trial: NIC deltas over the measured window (from
+/// releasing the generator to pausing it) and over the whole trial
+/// (drain included), and the application's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RigTrial {
+    /// Measured window, ns.
+    pub elapsed_ns: u64,
+    /// Packets that count: echoed back to the generator (echo) or handled
+    /// by the application (rx), in the window.
+    pub packets: u64,
+    /// Their frame bytes (no FCS).
+    pub bytes: u64,
+    /// Generator frames sent in the window.
+    pub sent: u64,
+    /// Engine busy time in the window.
+    pub nic_busy_ns: u64,
+    /// Application busy time in the window.
+    pub app_busy_ns: u64,
+    /// RX notifications the NIC wrote in the window.
+    pub rx_notifications: u64,
+    /// TX notifications the NIC read in the window.
+    pub tx_notifications: u64,
+    /// Frames the NIC put into pipes or RX queues in the window.
+    pub delivered: u64,
+    /// Drops by cause over the whole trial.
+    pub drops: BTreeMap<String, u64>,
+    /// Frames sent in the trial that never came back and were not counted
+    /// as drops (echo; should be 0).
+    pub unaccounted: i64,
+    /// Whether everything in flight came back or was dropped before the
+    /// application stopped.
+    pub drained: bool,
+    /// PCIe link bytes (up, down) in the window.
+    pub pcie_up_bytes: u64,
+    /// See `pcie_up_bytes`.
+    pub pcie_down_bytes: u64,
+    /// Metadata link bytes (both directions) in the window.
+    pub pcie_metadata_bytes: u64,
+    /// Preemptions of the engine and application threads.
+    pub preempted: [Preemption; 2],
+    /// Host steal during the trial, ms.
+    pub steal_ms: f64,
+    /// Whether the application thread was pinned.
+    pub app_pinned: bool,
+    /// The application thread's hardware counters over the window.
+    pub app_perf: Option<crate::perf::Counts>,
+    /// The NIC's counters at the start and the end of the window, for
+    /// experiments that need more than the deltas above.
+    #[serde(skip)]
+    pub stats: Option<Box<(Stats, Stats)>>,
+}
+
+impl RigTrial {
+    /// Drops summed over causes.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.values().sum()
+    }
+
+    /// As an interleave trial: busy time as sides "nic" and "app", the rest
+    /// as extras.
+    pub fn to_trial(&self) -> TrialResult {
+        let mut extra: BTreeMap<String, f64> = [
+            ("sent", self.sent as f64),
+            ("delivered", self.delivered as f64),
+            ("rx_notifications", self.rx_notifications as f64),
+            ("tx_notifications", self.tx_notifications as f64),
+            ("drops", self.total_drops() as f64),
+            ("unaccounted", self.unaccounted as f64),
+            ("drained", f64::from(u8::from(self.drained))),
+            ("pcie_up_bytes", self.pcie_up_bytes as f64),
+            ("pcie_down_bytes", self.pcie_down_bytes as f64),
+            ("pcie_metadata_bytes", self.pcie_metadata_bytes as f64),
+            ("nic_preempted", self.preempted[0].switches as f64),
+            ("app_preempted", self.preempted[1].switches as f64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (cause, n) in &self.drops {
+            extra.insert(format!("drop_{cause}"), *n as f64);
+        }
+        if let Some(p) = &self.app_perf {
+            for (k, v) in [
+                ("perf_instructions", p.instructions),
+                ("perf_l1d_loads", p.l1d_loads),
+                ("perf_l1d_misses", p.l1d_misses),
+                ("perf_llc_loads", p.llc_loads),
+                ("perf_llc_misses", p.llc_misses),
+            ] {
+                if let Some(v) = v {
+                    extra.insert(k.to_string(), v as f64);
+                }
+            }
+        }
+        TrialResult {
+            packets: self.packets,
+            bytes: self.bytes,
+            elapsed: Duration::from_nanos(self.elapsed_ns),
+            busy_ns: [
+                ("nic".to_string(), self.nic_busy_ns),
+                ("app".to_string(), self.app_busy_ns),
+            ]
+            .into(),
+            preempted: self.preempted[0].switches + self.preempted[1].switches,
+            preempted_ns: self.preempted[0].waited_ns + self.preempted[1].waited_ns,
+            steal_ms: self.steal_ms,
+            extra,
+        }
+    }
+}
+
+fn delta_drops(a: &Stats, b: &Stats) -> BTreeMap<String, u64> {
+    let before = a.drops();
+    b.drops()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                v.saturating_sub(*before.get(k).unwrap_or(&0)),
+            )
+        })
+        .collect()
+}
+
+/// Frames the NIC has put into the application's pipes or RX queues.
+fn delivered(s: &Stats) -> u64 {
+    s.pipe_sum(|c| c.rx_frames) + s.queue_sum(|c| c.rx_frames)
+}
+
+fn returned(s: &Stats) -> (u64, u64, u64) {
+    s.generator(0)
+        .map_or((0, 0, 0), |g| (g.sent, g.returned, g.returned_bytes))
+}
+
+/// A device with a generator and an attached application, reused across
+/// trials. See the module documentation.
+#[derive(Debug)]
+pub struct Rig {
+    device: String,
+    label: String,
+    config: RigConfig,
+    placement: Placement,
+    nic: Option<Nic>,
+    driver: Option<Driver>,
+    handler: Option<Handler>,
+    engine_tid: Option<u32>,
+    error: Option<String>,
+    drain_timeout: Duration,
+}
+
+/// Devices made by this process so far (names must differ while alive).
+static RIGS: AtomicU64 = AtomicU64::new(0);
+
+impl Rig {
+    /// Starts the device (engine pinned to side A), attaches the
+    /// application and sets up its pipes or queues. The generator stays
+    /// paused until a trial.
+    pub fn start(label: &str, config: RigConfig, placement: &Placement) -> Result<Rig, String> {
+        config.check()?;
+        let n = RIGS.fetch_add(1, Ordering::Relaxed);
+        // "b<pid>.<n>" plus "-engine" fits the kernel's 15 bytes for a
+        // while; beyond that the thread is found by its prefix anyway.
+        let name = format!("b{}.{}", std::process::id() % 100_000, n % 100);
+        let nic = Nic::start(
+            config.device(&name),
+            RunOptions {
+                core: placement.core(Side::A),
+                idle_sleep_after: Some(20_000),
+                ..Default::default()
+            },
+        )?;
+        let engine_tid = contention::threads_named(&format!("{name}{ENGINE_SUFFIX}"))
+            .first()
+            .copied();
+        let dev = Device::attach_nic(&nic, config.device_options()).map_err(|e| e.to_string())?;
+        let mut driver = match config.interface {
+            Interface::Enso => {
+                let mut d = EnsoDriver::new(dev);
+                match config.mode {
+                    Mode::Echo => {
+                        d.add_fallback_pipes(config.pipes)
+                            .map_err(|e| e.to_string())?;
+                    }
+                    Mode::Rx => {
+                        for _ in 0..config.pipes {
+                            d.dev.alloc_rx_pipe(true).map_err(|e| e.to_string())?;
+                        }
+                    }
+                }
+                Driver::Enso(d)
+            }
+            Interface::Packetized => {
+                let mut d = PacketizedDriver::new(dev, config.app_burst);
+                d.add_rss_queues_on(0, config.pipes)
+                    .map_err(|e| e.to_string())?;
+                Driver::Packetized(d)
+            }
+        };
+        // The configuration travels as TX notifications (Ensō) or register
+        // writes: poll until the NIC has installed every fallback target.
+        let t0 = Instant::now();
+        while nic.stats().fallback_pipes < config.pipes as usize {
+            let _ = driver.poll(&mut Touch::default());
+            if t0.elapsed() > Duration::from_secs(5) {
+                return Err("the NIC did not set up the application's pipes".into());
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+        let handler = match config.mode {
+            Mode::Echo => Handler::Echo(Echo::new()),
+            Mode::Rx => Handler::Touch(Touch::default()),
+        };
+        Ok(Rig {
+            device: name,
+            label: label.to_string(),
+            config,
+            placement: placement.clone(),
+            nic: Some(nic),
+            driver: Some(driver),
+            handler: Some(handler),
+            engine_tid,
+            error: None,
+            drain_timeout: Duration::from_secs(2),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RigConfig {
+        &self.config
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        &self.device
+    }
+
+    /// The first error a trial ran into (the rig is unusable after it).
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The NIC's counters now.
+    pub fn stats(&self) -> Option<Stats> {
+        self.nic.as_ref().map(Nic::stats)
+    }
+
+    /// Runs `f` on the engine thread.
+    pub fn with_engine<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut nic_emu::Engine) -> R + Send + 'static,
+    ) -> Option<R> {
+        self.nic.as_ref().map(|n| n.with_engine(f))
+    }
+
+    /// Runs one trial of about `window`. See the module documentation.
+    pub fn trial(&mut self, window: Duration) -> Result<RigTrial, String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let r = self.trial_inner(window);
+        if let Err(e) = &r {
+            self.error = Some(e.clone());
+        }
+        r
+    }
+
+    fn trial_inner(&mut self, window: Duration) -> Result<RigTrial, String> {
+        let nic = self.nic.as_ref().ok_or("the device has stopped")?;
+        let mut driver = self.driver.take().ok_or("the application is gone")?;
+        let mut handler = self.handler.take().ok_or("the application is gone")?;
+        let ctl = Arc::new(Control {
+            phase: CachePadded::new(AtomicU8::new(RUN)),
+            frames: CachePadded::new(AtomicU64::new(0)),
+            started: CachePadded::new(AtomicU8::new(0)),
+            perf: self.config.perf_counters,
+        });
+        let steal = StealCounter::start();
+        let nic_preempted = self
+            .engine_tid
+            .map(contention::ThreadPreemptionCounter::start);
+        let ctl2 = Arc::clone(&ctl);
+        let app = self
+            .placement
+            .spawn(Side::B, &format!("app-{}", self.label), move |pinned| {
+                let report = match &mut handler {
+                    Handler::Echo(h) => app_loop(&mut driver, h, &ctl2, pinned),
+                    Handler::Touch(h) => app_loop(&mut driver, h, &ctl2, pinned),
+                };
+                (driver, handler, report)
+            })
+            .map_err(|e| format!("cannot start the application thread: {e}"))?;
+        let t0 = Instant::now();
+        while ctl.started.load(Ordering::Acquire) == 0 && t0.elapsed() < Duration::from_secs(5) {
+            thread::sleep(Duration::from_micros(100));
+        }
+        // Release, and read the counters, in one go on the engine thread.
+        let (s0, start) = nic.with_engine(|e| {
+            e.set_generators_paused(false);
+            (e.stats(), Instant::now())
+        });
+        thread::sleep(window);
+        let (s1, end) = nic.with_engine(|e| {
+            e.set_generators_paused(true);
+            (e.stats(), Instant::now())
+        });
+        ctl.phase.store(END, Ordering::Release);
+        // Drain: every frame the NIC delivered has been handled, and (echo)
+        // every frame sent has come back or was dropped.
+        let echo = self.config.mode == Mode::Echo;
+        let t_drain = Instant::now();
+        let mut drained = false;
+        let mut s2 = s1.clone();
+        while t_drain.elapsed() < self.drain_timeout {
+            thread::sleep(Duration::from_micros(500));
+            s2 = nic.stats();
+            let handled = ctl.frames.load(Ordering::Relaxed);
+            let in_pipes = delivered(&s2) - delivered(&s0);
+            let in_flight = s2.generator(0).map_or(0, |g| g.in_flight());
+            if handled >= in_pipes && (!echo || in_flight <= s2.total_drops()) {
+                drained = true;
+                break;
+            }
+            if app.is_finished() {
+                break;
+            }
+        }
+        ctl.phase.store(EXIT, Ordering::Release);
+        let (driver, handler, report) = app
+            .join()
+            .map_err(|_| "the application thread panicked".to_string())?;
+        self.driver = Some(driver);
+        self.handler = Some(handler);
+        if let Some(e) = report.error {
+            return Err(format!("the application failed: {e}"));
+        }
+        // Counters after the drain (drops, TX completions).
+        let s2 = if drained { s2 } else { nic.stats() };
+        let (sent0, back0, bytes0) = returned(&s0);
+        let (sent1, back1, bytes1) = returned(&s1);
+        let (sent2, back2, _) = returned(&s2);
+        let drops = delta_drops(&s0, &s2);
+        let total_drops: u64 = drops.values().sum();
+        let (packets, bytes) = if echo {
+            (back1 - back0, bytes1 - bytes0)
+        } else {
+            (report.frames, report.bytes)
+        };
+        let unaccounted = if echo {
+            (sent2 - sent0) as i64 - (back2 - back0) as i64 - total_drops as i64
+        } else {
+            (sent2 - sent0) as i64 - (delivered(&s2) - delivered(&s0)) as i64 - total_drops as i64
+        };
+        let pcie = |s: &Stats| {
+            (
+                s.pcie.up.total().link_bytes,
+                s.pcie.down.total().link_bytes,
+                s.pcie.metadata_bytes(),
+            )
+        };
+        let (u0, d0, m0) = pcie(&s0);
+        let (u1, d1, m1) = pcie(&s1);
+        let notif = |s: &Stats| s.pipe_sum(|c| c.notifications);
+        let tx_notif = |s: &Stats| s.app_sum(|c| c.tx_notifications);
+        let nic_pre = nic_preempted.map(|c| c.stop()).unwrap_or_default();
+        Ok(RigTrial {
+            elapsed_ns: (end - start).as_nanos() as u64,
+            packets,
+            bytes,
+            sent: sent1 - sent0,
+            nic_busy_ns: s1.engine.busy_ns - s0.engine.busy_ns,
+            app_busy_ns: report.busy_ns,
+            rx_notifications: notif(&s1) - notif(&s0),
+            tx_notifications: tx_notif(&s1) - tx_notif(&s0),
+            delivered: delivered(&s1) - delivered(&s0),
+            drops,
+            unaccounted,
+            drained,
+            pcie_up_bytes: u1 - u0,
+            pcie_down_bytes: d1 - d0,
+            pcie_metadata_bytes: m1 - m0,
+            preempted: [nic_pre, report.preempted],
+            steal_ms: steal.stop(),
+            app_pinned: report.pinned,
+            app_perf: report.perf,
+            stats: Some(Box::new((s0, s1))),
+        })
+    }
+
+    /// Stops the device and returns its final counters.
+    pub fn stop(mut self) -> Option<Stats> {
+        self.driver = None;
+        self.nic.take().map(Nic::stop)
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        // The application detaches before the device goes.
+        self.driver = None;
+    }
+}
+
+impl Variant for Rig {
+    fn name(&self) -> &str {
+        &self.label
+    }
+
+    fn run_trial(&mut self, duration: Duration) -> TrialResult {
+        match self.trial(duration) {
+            Ok(t) => t.to_trial(),
+            // The error is kept (see `Rig::error`); the trial reports nothing.
+            Err(_) => TrialResult {
+                elapsed: duration,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_follows_the_wire_size_convention() {
+        let c = RigConfig::new(Interface::Enso, Mode::Echo, 64);
+        assert_eq!(c.frame_len(), 60);
+        let g = c.generator();
+        assert_eq!(g.sizes, SizeSpec::Fixed(60));
+        assert_eq!(g.max_in_flight, Some(1024));
+        assert!(g.paused);
+        let rx = RigConfig::new(Interface::Packetized, Mode::Rx, 1518);
+        assert_eq!(rx.generator().sizes, SizeSpec::Fixed(1514));
+        assert_eq!(rx.generator().max_in_flight, None, "nothing comes back");
+        assert!(RigConfig::new(Interface::Enso, Mode::Echo, 63)
+            .check()
+            .is_err());
+        assert!(RigConfig::new(Interface::Enso, Mode::Echo, 1519)
+            .check()
+            .is_err());
+    }
+
+    #[test]
+    fn touch_reads_and_consumes() {
+        let mut f = frames::udp_frame(60, 3);
+        f[frames::SEQ_OFFSET..frames::SEQ_OFFSET + 8].copy_from_slice(&7u64.to_le_bytes());
+        let mut t = Touch::default();
+        assert_eq!(t.handle(&mut f), Verdict::Consume);
+        assert_eq!(t.handle(&mut f), Verdict::Consume);
+        assert_eq!(t.sum, 14);
+        assert_eq!(t.handle(&mut [0u8; 10]), Verdict::Consume);
+    }
+
+    #[test]
+    fn trial_extras_name_drops_by_cause() {
+        let t = RigTrial {
+            elapsed_ns: 1_000_000,
+            packets: 1000,
+            bytes: 60_000,
+            sent: 1010,
+            nic_busy_ns: 500_000,
+            app_busy_ns: 250_000,
+            rx_notifications: 100,
+            tx_notifications: 50,
+            delivered: 1000,
+            drops: [("pipe_full".to_string(), 10)].into(),
+            unaccounted: 0,
+            drained: true,
+            pcie_up_bytes: 0,
+            pcie_down_bytes: 0,
+            pcie_metadata_bytes: 0,
+            preempted: Default::default(),
+            steal_ms: 0.0,
+            app_pinned: true,
+            app_perf: None,
+            stats: None,
+        };
+        let tr = t.to_trial();
+        assert_eq!(tr.extra["drop_pipe_full"], 10.0);
+        assert_eq!(tr.extra["drops"], 10.0);
+        assert_eq!(tr.ns_per_packet("nic"), Some(500.0));
+        assert_eq!(tr.ns_per_packet("app"), Some(250.0));
+        assert!((tr.mpps() - 1.0).abs() < 1e-9);
+    }
+}
