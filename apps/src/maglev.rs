@@ -51,6 +51,7 @@ use std::sync::Arc;
 use crate::hash::{hash_bytes, mix64};
 use crate::packet::{self, tcp_flags, EmitError, Endpoints, FiveTuple, MacAddr, ParseError};
 use crate::Verdict;
+use enso::app::PacketHandler;
 
 /// The paper's table size (a prime).
 pub const DEFAULT_TABLE_SIZE: usize = 65_537;
@@ -475,7 +476,7 @@ impl ConnectionTable {
 }
 
 /// Counters of one [`Maglev`] instance.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MaglevStats {
     /// Frames rewritten and forwarded.
     pub forwarded: u64,
@@ -613,6 +614,16 @@ impl Maglev {
             let backend = &self.pool.backends[b];
             (backend.mac, backend.ip)
         })
+    }
+}
+
+/// The balancer on either interface: `enso::EnsoDriver` forwards the
+/// rewritten frame in place out of the port it came from,
+/// `enso::PacketizedDriver` sends the same buffer back on its queue.
+impl PacketHandler for Maglev {
+    #[inline]
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
+        self.process(frame)
     }
 }
 

@@ -53,6 +53,7 @@ mod topk;
 use crate::hash::{hash_u64, mix64, reduce};
 use crate::packet::{ethernet, EthernetFrame, Ipv4Packet};
 use crate::Verdict;
+use enso::app::PacketHandler;
 use topk::TopK;
 
 /// Rows of the paper's sketches.
@@ -575,6 +576,15 @@ impl Telemetry {
     /// The sketch, mutable (to reset it between epochs).
     pub fn sketch_mut(&mut self) -> &mut NitroSketch {
         &mut self.sketch
+    }
+}
+
+/// The monitor on either interface: every frame is consumed (handed back to
+/// the NIC without being sent).
+impl PacketHandler for Telemetry {
+    #[inline]
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
+        self.process(frame)
     }
 }
 

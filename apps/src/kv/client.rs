@@ -128,7 +128,7 @@ pub struct ResponseSummary {
 }
 
 /// Counters of the client.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ClientStats {
     /// Request frames built.
     pub frames: u64,

@@ -130,7 +130,7 @@ pub enum DropReason {
 
 /// Counters of one server core. Every request frame ends up either in
 /// `responses` or in exactly one of the drop counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ServerStats {
     /// Request frames handled.
     pub frames: u64,

@@ -116,7 +116,7 @@ pub struct SetOutcome {
 }
 
 /// Counters of one partition.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StoreStats {
     /// Items appended.
     pub sets: u64,

@@ -48,6 +48,7 @@ use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, PatternSet};
 
 use crate::Verdict;
+use enso::app::PacketHandler;
 
 pub use generator::{generate_log, LogGenerator};
 pub use patterns::{Pattern, BUILTIN};
@@ -116,7 +117,7 @@ impl LogPatterns {
 }
 
 /// Line counters of a scanner.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ScanStats {
     /// Complete lines seen, including overlong ones.
     pub lines: u64,
@@ -328,7 +329,7 @@ impl LineAssembler {
 }
 
 /// Counters of a [`LogMonitor`]'s packet path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MonitorStats {
     /// Frames whose UDP payload was scanned.
     pub frames: u64,
@@ -392,6 +393,15 @@ impl LogMonitor {
     /// Packet-path counters.
     pub fn stats(&self) -> &MonitorStats {
         &self.stats
+    }
+}
+
+/// The packet path on either interface: each frame's UDP payload is the
+/// next piece of the log; frames are consumed.
+impl PacketHandler for LogMonitor {
+    #[inline]
+    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
+        self.process(frame)
     }
 }
 
