@@ -45,8 +45,10 @@
 pub mod echo;
 pub mod hash;
 pub mod kv;
+pub mod load;
 pub mod logmon;
 pub mod maglev;
+pub mod nic;
 pub mod packet;
 pub mod telemetry;
 pub mod zipf;

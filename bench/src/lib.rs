@@ -74,6 +74,7 @@ pub mod echo;
 pub mod emu;
 pub mod frames;
 pub mod interleave;
+pub mod pcie;
 // perf_event_open needs a system call and ioctls on its descriptors.
 #[allow(unsafe_code)]
 pub mod perf;
@@ -84,4 +85,5 @@ pub mod progress;
 pub mod refring;
 pub mod results;
 pub mod stats;
+pub mod stepped;
 mod wait;

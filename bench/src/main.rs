@@ -38,6 +38,9 @@ enum Command {
     /// Echo server (or rx loop) on the emulated NIC: Ensō vs packetized vs
     /// the reference ring, interleaved; packet rate and cost per packet.
     Echo(cli::echo::EchoArgs),
+    /// PCIe bytes per packet (data vs metadata) per interface and size,
+    /// measured on a deterministic stepped run and predicted by the model.
+    Pcie(cli::pcie::PcieArgs),
 }
 
 /// Options every experiment shares.
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => cmd_probe(&args),
         Command::Reference(args) => cmd_reference(&args),
         Command::Echo(args) => cli::echo::run(&args),
+        Command::Pcie(args) => cli::pcie::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@ use bench::frames;
 use bench::results::ResultsDir;
 
 pub(crate) mod echo;
+pub(crate) mod pcie;
 
 /// Where a run's results go: nowhere, a fresh `results/<experiment>-<time>/`
 /// (`--save`), or a given directory (`--out`).

@@ -1,0 +1,408 @@
+//! The applications on the emulated NIC, on either interface, with one body
+//! of processing logic.
+//!
+//! | application | logic | Ensō | packetized |
+//! |---|---|---|---|
+//! | echo, Maglev | `PacketHandler` (in place, [`Verdict::Forward`](crate::Verdict)) | `enso::EnsoDriver`, RX/TX pipes, zero-copy send | `enso::PacketizedDriver` |
+//! | telemetry, log monitor (packets) | `PacketHandler` ([`Verdict::Consume`](crate::Verdict)) | `enso::EnsoDriver`, RX pipes | `enso::PacketizedDriver` |
+//! | KV store | [`ReplyHandler`] (response may be larger) | [`EnsoReplyDriver`]: RX pipes in, a TX pipe out | [`PacketizedReplyDriver`] |
+//! | log monitor (bytestream) | [`StreamHandler`] | [`EnsoStreamDriver`]: stream pipes | (packet path only) |
+//!
+//! [`AppDriver`] puts the drivers behind one trait so a serving loop is
+//! written once.
+//!
+//! # Replies
+//!
+//! A request and its response cannot share bytes (the response may be
+//! longer and is built while the request is read), and `enso` hands out an
+//! RX batch and a TX pipe span only one at a time (both borrow the device
+//! handle). So on both interfaces a response is built into a small buffer
+//! owned by the driver and copied once to where it is sent from:
+//!
+//! * Ensō: responses to one batch of requests are staged back to back on
+//!   64 B boundaries (as the NIC expects them in a TX pipe), the requests
+//!   are freed, then the staged bytes go into the TX pipe with one
+//!   `tx_buf` copy and one `send` (one TX notification per batch).
+//! * Packetized: each response is built, then copied into the request's own
+//!   2 KiB buffer (any response fits), which `tx_burst` sends on the queue
+//!   it came from; no buffer is allocated per request.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use enso::app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver};
+use enso::{AllocError, Device, Mbuf, QueueId, RxPipe, TxPipe};
+use nic_emu::wire::{self, FrameError, FLIT};
+
+use crate::kv::KvServer;
+use crate::logmon::{LogMonitor, LogScanner};
+use crate::packet::MAX_FRAME_LEN;
+
+mod stream;
+pub use stream::EnsoStreamDriver;
+
+/// Which NIC interface an application runs on.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Interface {
+    /// Ensō pipes.
+    Enso,
+    /// Descriptor rings (the DPDK-like baseline).
+    Packetized,
+}
+
+impl Interface {
+    /// Both interfaces, Ensō first.
+    pub const ALL: [Interface; 2] = [Interface::Enso, Interface::Packetized];
+
+    /// The name used on command lines and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Interface::Enso => "enso",
+            Interface::Packetized => "packetized",
+        }
+    }
+}
+
+impl fmt::Display for Interface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Logic that answers a request frame with a response frame, which may be
+/// larger than the request.
+pub trait ReplyHandler {
+    /// Handles `request` and writes the response frame into `response`
+    /// ([`MAX_FRAME_LEN`] bytes), returning its length; `None` sends
+    /// nothing (the request is dropped and counted by the driver).
+    fn reply(&mut self, request: &[u8], response: &mut [u8]) -> Option<usize>;
+}
+
+impl ReplyHandler for KvServer {
+    #[inline]
+    fn reply(&mut self, request: &[u8], response: &mut [u8]) -> Option<usize> {
+        self.handle(request, response).ok()
+    }
+}
+
+/// Logic that reads a contiguous bytestream (an Ensō stream pipe).
+pub trait StreamHandler {
+    /// Processes what it can of `bytes` and returns how many bytes it is
+    /// done with (a prefix). The rest stays in the pipe and is presented
+    /// again, followed by new data, on the next call.
+    fn consume(&mut self, bytes: &[u8]) -> usize;
+}
+
+impl StreamHandler for LogScanner {
+    #[inline]
+    fn consume(&mut self, bytes: &[u8]) -> usize {
+        self.scan(bytes)
+    }
+}
+
+impl StreamHandler for LogMonitor {
+    #[inline]
+    fn consume(&mut self, bytes: &[u8]) -> usize {
+        self.scan_stream(bytes)
+    }
+}
+
+/// A driver that feeds handlers of type `H` from one interface.
+pub trait AppDriver<H: ?Sized> {
+    /// Handles what one pipe or queue has received (if anything) and sends
+    /// what must be sent. Returns the frames (or, for streams, the bytes)
+    /// handled.
+    fn poll(&mut self, h: &mut H) -> Result<usize, DriverError>;
+    /// What the driver counted.
+    fn stats(&self) -> &DriverStats;
+    /// The device handle.
+    fn device(&self) -> &Device;
+}
+
+impl<H: PacketHandler> AppDriver<H> for EnsoDriver {
+    #[inline]
+    fn poll(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        EnsoDriver::poll(self, h)
+    }
+    fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+    fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+impl<H: PacketHandler> AppDriver<H> for PacketizedDriver {
+    #[inline]
+    fn poll(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        PacketizedDriver::poll(self, h)
+    }
+    fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+    fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+/// Allocates `n` RX-only pipes on `port` that receive its fallback traffic,
+/// for sinks run by `enso::EnsoDriver` (which serves any pipe of its
+/// device; RX-only pipes are freed whole after each batch).
+pub fn add_fallback_rx_pipes(
+    d: &mut EnsoDriver,
+    port: u32,
+    n: u32,
+) -> Result<Vec<RxPipe>, AllocError> {
+    (0..n).map(|_| d.dev.alloc_rx_pipe_on(port, true)).collect()
+}
+
+/// Bytes of responses an [`EnsoReplyDriver`] stages per poll at most.
+pub const STAGING_BYTES: usize = 64 << 10;
+/// Room one response may take in a TX stream: the largest frame behind a
+/// marker flit.
+pub(crate) const MAX_STREAM_FRAME: usize = MAX_FRAME_LEN + FLIT;
+
+/// Lays out the frame of `n` bytes at the start of `slot` as a TX stream
+/// expects it (behind a marker flit if its headers state no length; `slot`
+/// must hold [`MAX_STREAM_FRAME`] bytes) and returns the bytes it takes, a
+/// multiple of 64.
+pub(crate) fn place_in_stream(slot: &mut [u8], n: usize) -> Result<usize, FrameError> {
+    let p = wire::place(&slot[..n])?;
+    if p.marker {
+        slot.copy_within(0..p.len, FLIT);
+        let mut m = [0u8; FLIT];
+        wire::write_marker(&mut m, p.len);
+        slot[..FLIT].copy_from_slice(&m);
+    }
+    Ok(p.flits * FLIT)
+}
+
+/// Runs a [`ReplyHandler`] over Ensō pipes: requests arrive in RX pipes,
+/// responses leave through one TX pipe, one `send` per batch, out of the
+/// port the batch came from.
+#[derive(Debug)]
+pub struct EnsoReplyDriver {
+    /// The device handle.
+    pub dev: Device,
+    /// `forwarded` counts responses sent, `dropped` requests not answered.
+    pub stats: DriverStats,
+    tx: TxPipe,
+    ports: HashMap<RxPipe, u32>,
+    staging: Box<[u8]>,
+}
+
+impl EnsoReplyDriver {
+    /// A driver over `dev`; allocates its TX pipe (the device must allow
+    /// one, `DeviceOptions::tx_pipes`).
+    pub fn new(mut dev: Device) -> Result<Self, AllocError> {
+        let tx = dev.alloc_tx_pipe()?;
+        let staging = STAGING_BYTES
+            .min(dev.options().tx_pipe_size)
+            .max(MAX_STREAM_FRAME);
+        Ok(Self {
+            dev,
+            stats: DriverStats::default(),
+            tx,
+            ports: HashMap::new(),
+            staging: vec![0u8; staging].into_boxed_slice(),
+        })
+    }
+
+    /// Allocates `n` RX pipes that receive fallback traffic of `port`;
+    /// responses go back out of it.
+    pub fn add_fallback_pipes_on(&mut self, port: u32, n: u32) -> Result<Vec<RxPipe>, AllocError> {
+        let v = (0..n)
+            .map(|_| self.dev.alloc_rx_pipe_on(port, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        for p in &v {
+            self.ports.insert(*p, port);
+        }
+        Ok(v)
+    }
+
+    /// Serves requests already in `pipe` (allocated elsewhere, e.g. bound
+    /// to a flow) with responses out of `port`.
+    pub fn add_pipe(&mut self, pipe: RxPipe, port: u32) {
+        self.ports.insert(pipe, port);
+    }
+
+    /// The TX pipe responses leave through.
+    pub fn tx_pipe(&self) -> TxPipe {
+        self.tx
+    }
+
+    /// Answers the requests of one pipe with data, if any (as many as the
+    /// staging buffer holds responses for; the rest stays for the next
+    /// poll). Returns the requests handled.
+    pub fn poll<H: ReplyHandler + ?Sized>(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        let Some(p) = self.dev.next_pipe_with_data()? else {
+            self.dev.reap_completions()?;
+            return Ok(0);
+        };
+        let port = self.ports.get(&p).copied().unwrap_or(0);
+        let (mut frames, mut used, mut out) = (0usize, 0usize, 0usize);
+        let (total, err) = {
+            let batch = self.dev.recv(p)?;
+            let base = batch.bytes().as_ptr() as usize;
+            let mut it = batch.packets();
+            while out + MAX_STREAM_FRAME <= self.staging.len() {
+                let Some(req) = it.next() else { break };
+                frames += 1;
+                self.stats.bytes += req.len() as u64;
+                // Where this request's flits end (marker and padding included).
+                used = (req.as_ptr() as usize + req.len() - base).next_multiple_of(FLIT);
+                let slot = &mut self.staging[out..out + MAX_STREAM_FRAME];
+                let placed = match h.reply(req, &mut slot[..MAX_FRAME_LEN]) {
+                    Some(n) if n <= MAX_FRAME_LEN => place_in_stream(slot, n).ok(),
+                    _ => None,
+                };
+                match placed {
+                    Some(len) => {
+                        out += len;
+                        self.stats.forwarded += 1;
+                    }
+                    None => self.stats.dropped += 1,
+                }
+            }
+            (batch.len(), it.error())
+        };
+        if let Some(e) = err {
+            return Err(DriverError::Corrupt(e));
+        }
+        if used < total {
+            // No room for more responses this time: the rest is handed out
+            // again by the next poll.
+            self.dev.unconsume(p, total - used)?;
+        }
+        if used > 0 {
+            self.dev.free(p, used)?;
+        }
+        if out > 0 {
+            let buf = self.dev.tx_buf(self.tx, out)?;
+            buf.copy_from_slice(&self.staging[..out]);
+            self.dev.send(self.tx, out, port)?;
+        }
+        self.stats.frames += frames as u64;
+        self.stats.batches += 1;
+        Ok(frames)
+    }
+}
+
+impl<H: ReplyHandler + ?Sized> AppDriver<H> for EnsoReplyDriver {
+    #[inline]
+    fn poll(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        EnsoReplyDriver::poll(self, h)
+    }
+    fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+    fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+/// Runs a [`ReplyHandler`] over descriptor queues: `rx_burst`, build each
+/// response, copy it into the request's buffer, `tx_burst` them on the same
+/// queue.
+#[derive(Debug)]
+pub struct PacketizedReplyDriver {
+    /// The device handle.
+    pub dev: Device,
+    /// `forwarded` counts responses sent, `dropped` requests not answered
+    /// (and responses that found the TX ring full).
+    pub stats: DriverStats,
+    queues: Vec<QueueId>,
+    next: usize,
+    burst: usize,
+    rx: Vec<Mbuf>,
+    tx: Vec<Mbuf>,
+    scratch: Box<[u8]>,
+}
+
+impl PacketizedReplyDriver {
+    /// A driver with bursts of `burst` requests (DPDK's default: 32).
+    pub fn new(dev: Device, burst: usize) -> Self {
+        let burst = burst.max(1);
+        Self {
+            dev,
+            stats: DriverStats::default(),
+            queues: Vec::new(),
+            next: 0,
+            burst,
+            rx: Vec::with_capacity(burst),
+            tx: Vec::with_capacity(burst),
+            scratch: vec![0u8; MAX_FRAME_LEN].into_boxed_slice(),
+        }
+    }
+
+    /// Allocates `n` queue pairs on `port` that receive by RSS (fallback).
+    pub fn add_rss_queues_on(&mut self, port: u32, n: u32) -> Result<Vec<QueueId>, AllocError> {
+        let v = (0..n)
+            .map(|_| self.dev.alloc_queue(port, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.queues.extend(&v);
+        Ok(v)
+    }
+
+    /// Polls the next queue once: one burst received, answered and sent.
+    /// Returns the requests handled.
+    pub fn poll<H: ReplyHandler + ?Sized>(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        if self.queues.is_empty() {
+            return Ok(0);
+        }
+        let q = self.queues[self.next];
+        self.next = (self.next + 1) % self.queues.len();
+        let n = self.dev.rx_burst(q, &mut self.rx, self.burst)?;
+        for mut m in self.rx.drain(..) {
+            self.stats.bytes += m.len() as u64;
+            match h.reply(self.dev.mbuf_data(&m), &mut self.scratch) {
+                Some(len) if (1..=MAX_FRAME_LEN).contains(&len) => {
+                    m.set_len(len);
+                    self.dev
+                        .mbuf_data_mut(&mut m)
+                        .copy_from_slice(&self.scratch[..len]);
+                    self.stats.forwarded += 1;
+                    self.tx.push(m);
+                }
+                _ => {
+                    self.stats.dropped += 1;
+                    self.dev.free_mbufs([m]);
+                }
+            }
+        }
+        if !self.tx.is_empty() {
+            self.dev.tx_burst(q, &mut self.tx)?;
+            if !self.tx.is_empty() {
+                // The TX ring is full: drop what did not fit, as DPDK
+                // applications do.
+                let k = self.tx.len() as u64;
+                self.stats.dropped += k;
+                self.stats.forwarded -= k;
+                self.dev.free_mbufs(self.tx.drain(..));
+            }
+        } else {
+            self.dev.tx_reclaim_all();
+        }
+        self.stats.frames += n as u64;
+        if n > 0 {
+            self.stats.batches += 1;
+        }
+        Ok(n)
+    }
+}
+
+impl<H: ReplyHandler + ?Sized> AppDriver<H> for PacketizedReplyDriver {
+    #[inline]
+    fn poll(&mut self, h: &mut H) -> Result<usize, DriverError> {
+        PacketizedReplyDriver::poll(self, h)
+    }
+    fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+    fn device(&self) -> &Device {
+        &self.dev
+    }
+}
