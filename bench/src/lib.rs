@@ -69,6 +69,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cache;
 pub mod contention;
 pub mod echo;
 pub mod emu;

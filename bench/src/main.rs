@@ -41,6 +41,12 @@ enum Command {
     /// PCIe bytes per packet (data vs metadata) per interface and size,
     /// measured on a deterministic stepped run and predicted by the model.
     Pcie(cli::pcie::PcieArgs),
+    /// Application-side cache behaviour per interface: hardware counters
+    /// where the machine has them, cachegrind on a stepped run otherwise.
+    Cache(cli::cache::CacheArgs),
+    /// The stepped echo run `bench cache` profiles under cachegrind.
+    #[command(hide = true)]
+    CacheWorker(cli::cache::WorkerArgs),
 }
 
 /// Options every experiment shares.
@@ -119,6 +125,8 @@ fn main() -> ExitCode {
         Command::Reference(args) => cmd_reference(&args),
         Command::Echo(args) => cli::echo::run(&args),
         Command::Pcie(args) => cli::pcie::run(&args),
+        Command::Cache(args) => cli::cache::run(&args),
+        Command::CacheWorker(args) => cli::cache::worker(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

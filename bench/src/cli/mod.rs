@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use bench::frames;
 use bench::results::ResultsDir;
 
+pub(crate) mod cache;
 pub(crate) mod echo;
 pub(crate) mod pcie;
 

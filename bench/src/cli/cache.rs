@@ -1,0 +1,378 @@
+//! `bench cache`: the application side's cache behaviour per interface
+//! (hardware counters where the machine has them, cachegrind otherwise),
+//! and the hidden `bench cache-worker` that cachegrind runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use bench::cache::{self, CacheResult, Ratios, WorkerConfig};
+use bench::emu::Interface;
+use bench::plot::BarChart;
+use bench::progress::Progress;
+use bench::results::{ResultsDir, Table};
+
+use super::echo::{text_table, Which};
+use crate::{print_json, Common};
+
+/// Where the figures come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Source {
+    /// Hardware counters if the machine has them, else cachegrind.
+    Auto,
+    /// Hardware counters only.
+    Perf,
+    /// Cachegrind only.
+    Cachegrind,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct CacheArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Interface(s) to measure.
+    #[arg(long, value_enum, default_value_t = Which::Both)]
+    pub(crate) interface: Which,
+    /// Where the figures come from.
+    #[arg(long, value_enum, default_value_t = Source::Auto)]
+    pub(crate) source: Source,
+    /// Packet size on the wire with FCS.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) size: usize,
+    /// Cachegrind: packets measured: the longer run echoes this many more
+    /// than the shorter one (which first cycles twice through the pipe or
+    /// buffer pool); the difference is measured.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(5000..=10_000_000))]
+    pub(crate) packets: u64,
+    /// Cachegrind: generator frames per engine step.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub(crate) burst: u64,
+    /// Cachegrind: most frames in flight (the NIC at most this far ahead).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub(crate) window: u64,
+    /// Pipes (Ensō) or queues (packetized).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub(crate) pipes: u32,
+    /// Perf: interleaved run length.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(crate) duration_ms: u64,
+    /// Perf: trial length.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub(crate) trial_ms: u64,
+    /// Write a results directory under results/.
+    #[arg(long)]
+    pub(crate) save: bool,
+    /// Write the results directory here instead (implies --save).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// Arguments of the hidden worker (see `bench::cache::worker_args`).
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct WorkerArgs {
+    #[arg(long, value_enum)]
+    interface: Interface,
+    #[arg(long)]
+    size: usize,
+    #[arg(long)]
+    packets: u64,
+    #[arg(long, default_value_t = 32)]
+    burst: usize,
+    #[arg(long, default_value_t = 64)]
+    window: u64,
+    #[arg(long, default_value_t = 1)]
+    pipes: u32,
+}
+
+pub(crate) fn worker(args: &WorkerArgs) -> Result<(), String> {
+    let out = cache::run_worker(&WorkerConfig {
+        interface: args.interface,
+        wire_size: args.size,
+        packets: args.packets,
+        burst: args.burst,
+        window: args.window,
+        pipes: args.pipes,
+    })?;
+    print_json(&out)
+}
+
+/// What `bench cache --json` prints.
+#[derive(Serialize)]
+pub(crate) struct CacheReport {
+    pub(crate) source: String,
+    pub(crate) pkt_size: usize,
+    pub(crate) results: Vec<CacheResult>,
+    /// Ensō / packetized, application side.
+    pub(crate) ratios: Option<Ratios>,
+    pub(crate) targets: Vec<String>,
+    pub(crate) targets_met: Option<bool>,
+    /// How the run was made and what it cannot show.
+    pub(crate) method: String,
+    /// Whether other work shared the cores (perf); cachegrind is simulated.
+    pub(crate) contended: Option<bool>,
+    pub(crate) notes: Vec<String>,
+}
+
+const CACHEGRIND_METHOD: &str = "cachegrind (simulated caches, sized as this machine's L1 and \
+last level): deterministic single-threaded stepped echo (one engine step, then the \
+application's pass; generator bursts of 32, at most 64 frames in flight), run twice with \
+different packet counts; the difference is divided by the extra packets, so setup, warm-up and \
+exit cancel out. Attributed by function: application = enso::, enso_apps:: and the worker's \
+application pass; engine = nic_emu::, pcie_model:: and the worker's engine pass; other = \
+libc/std (mostly the engine's frame copies). Engine and application map shared memory at \
+different addresses, so frames the engine writes are not in the application's view of the \
+cache (as after a DMA write); but lines the application read recently and the NIC rewrote \
+since (descriptors, notifications) still hit, where a real DMA write would invalidate them.";
+
+pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<CacheReport, String> {
+    let interfaces = args.interface.interfaces();
+    let mut notes = Vec::new();
+    let use_perf = match args.source {
+        Source::Cachegrind => false,
+        Source::Perf => {
+            bench::perf::Counters::open()?;
+            true
+        }
+        Source::Auto => match bench::perf::Counters::open() {
+            Ok(_) => true,
+            Err(e) => {
+                notes.push(format!("no hardware counters ({e}): using cachegrind"));
+                false
+            }
+        },
+    };
+    if use_perf {
+        let placement = args.common.placement()?;
+        let results = cache::perf_run(
+            &interfaces,
+            args.size,
+            Duration::from_millis(args.trial_ms),
+            Duration::from_millis(args.duration_ms),
+            &placement,
+            progress,
+        )?;
+        let ratios = cache::ratios(&results);
+        return Ok(report(
+            "perf",
+            args.size,
+            results,
+            ratios,
+            "perf: hardware counters of the application thread (user space only) during \
+             interleaved threaded echo runs (NIC engine on one core, application on the other); \
+             L1d and LLC figures are load misses."
+                .into(),
+            None,
+            notes,
+        ));
+    }
+    let version = cache::valgrind_version()?;
+    notes.push(version);
+    let (cache_opts, caches) = cache::cache_options();
+    notes.extend(caches);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let tmp = std::env::temp_dir().join(format!("bench-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let mut results = Vec::new();
+    let outcome = (|| -> Result<(), String> {
+        for &i in &interfaces {
+            let mut runs = Vec::new();
+            // The shorter run already cycles twice through the pipe (or the
+            // buffer pool), so the difference holds no first-touch misses.
+            let warm = cache::warm_packets(i, args.size, args.pipes);
+            for n in [warm, warm + args.packets] {
+                let cfg = WorkerConfig {
+                    interface: i,
+                    wire_size: args.size,
+                    packets: n,
+                    burst: args.burst as usize,
+                    window: args.window,
+                    pipes: args.pipes,
+                };
+                let file = tmp.join(format!("cachegrind.{}.{n}.out", i.name()));
+                runs.push(cache::run_under_cachegrind(&exe, &cfg, &cache_opts, &file)?);
+                progress.step(1, &format!("{i} {n} packets"));
+            }
+            for (w, _) in &runs {
+                if w.drops > 0 {
+                    return Err(format!("{i}: the NIC dropped {} frames", w.drops));
+                }
+            }
+            results.push(cache::difference(i, args.size, &runs[0], &runs[1])?);
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    outcome?;
+    let ratios = cache::ratios(&results);
+    Ok(report(
+        "cachegrind",
+        args.size,
+        results,
+        ratios,
+        CACHEGRIND_METHOD.into(),
+        None,
+        notes,
+    ))
+}
+
+fn report(
+    source: &str,
+    pkt_size: usize,
+    results: Vec<CacheResult>,
+    ratios: Option<Ratios>,
+    method: String,
+    contended: Option<bool>,
+    notes: Vec<String>,
+) -> CacheReport {
+    let t = ratios.as_ref().map(cache::targets).unwrap_or_default();
+    CacheReport {
+        source: source.to_string(),
+        pkt_size,
+        results,
+        targets_met: ratios.as_ref().map(|_| t.iter().all(|x| x.1)),
+        ratios,
+        targets: t.into_iter().map(|x| x.0).collect(),
+        method,
+        contended,
+        notes,
+    }
+}
+
+pub(crate) fn table(r: &CacheReport) -> Table {
+    let mut t = Table::new([
+        "interface",
+        "app instr/pkt",
+        "app data refs/pkt",
+        "app D1 miss/pkt",
+        "app LL miss/pkt",
+        "app D1 miss rate",
+        "engine instr/pkt",
+        "engine D1 miss/pkt",
+        "other instr/pkt",
+        "notif/pkt",
+    ]);
+    let o = |x: Option<f64>, p: usize| x.map_or_else(|| "-".to_string(), |v| format!("{v:.p$}"));
+    for x in &r.results {
+        t.push([
+            x.interface.clone(),
+            format!("{:.1}", x.app_instructions_per_pkt),
+            o(x.app_data_refs_per_pkt, 1),
+            format!("{:.4}", x.app_d1_misses_per_pkt),
+            o(x.app_ll_misses_per_pkt, 4),
+            o(x.app_d1_miss_rate.map(|v| v * 100.0), 2) + "%",
+            o(x.engine_instructions_per_pkt, 1),
+            o(x.engine_d1_misses_per_pkt, 3),
+            o(x.other_instructions_per_pkt, 1),
+            o(x.notifications_per_pkt, 4),
+        ]);
+    }
+    t
+}
+
+pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
+    let steps = 2 * args.interface.interfaces().len() as u64;
+    let mut progress = Progress::new("cache", steps, args.common.json);
+    let r = measure(args, &mut progress)?;
+    progress.finish();
+    if args.common.json {
+        print_json(&r)?;
+    } else {
+        println!("{}", r.method);
+        print!("{}", text_table(&table(&r)));
+        for x in &r.results {
+            if !x.app_top_functions.is_empty() {
+                println!(
+                    "{} application functions (instructions, D1 misses per packet):",
+                    x.interface
+                );
+                for f in &x.app_top_functions {
+                    println!(
+                        "  {:>7.1} {:>7.4}  {}",
+                        f.instructions_per_pkt, f.d1_misses_per_pkt, f.function
+                    );
+                }
+            }
+        }
+        if let Some(ra) = &r.ratios {
+            println!(
+                "Ensō / packetized (application): instructions {:.3}x, D1 misses {:.3}x{}",
+                ra.app_instructions,
+                ra.app_d1_misses,
+                ra.app_ll_misses
+                    .map_or_else(String::new, |l| format!(", LL misses {l:.3}x"))
+            );
+        }
+        for t in &r.targets {
+            println!("target: {t}");
+        }
+        for n in &r.notes {
+            eprintln!("note: {n}");
+        }
+    }
+    if let Some(dir) = super::results_dir("cache", args.save, &args.out)? {
+        save(&dir, args, &r).map_err(|e| e.to_string())?;
+        if !args.common.json {
+            eprintln!("results: {}", dir.path().display());
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn save(
+    dir: &ResultsDir,
+    args: &CacheArgs,
+    r: &CacheReport,
+) -> Result<(), bench::results::ResultsError> {
+    dir.write_config(args)?;
+    dir.write_json("cache.json", r)?;
+    let t = table(r);
+    dir.write_table("cache.csv", &t)?;
+    let mut md = format!(
+        "# Application cache behaviour at {} B ({})\n\n{}\n\n",
+        r.pkt_size, r.source, r.method
+    );
+    md.push_str(&t.markdown());
+    md.push('\n');
+    if let Some(ra) = &r.ratios {
+        md.push_str(&format!(
+            "Ensō / packetized, application side: instructions {:.3}x, D1 misses {:.3}x.\n\n",
+            ra.app_instructions, ra.app_d1_misses
+        ));
+    }
+    for t in &r.targets {
+        md.push_str(&format!("- Target: {t}.\n"));
+    }
+    dir.write_summary(&md)?;
+    let cats: Vec<String> = r.results.iter().map(|x| x.interface.clone()).collect();
+    dir.bar_chart(
+        "d1_misses.svg",
+        &BarChart::new(
+            "application L1d misses per packet",
+            "misses per packet",
+            cats.clone(),
+        )
+        .series(
+            "app D1 misses/pkt",
+            r.results.iter().map(|x| x.app_d1_misses_per_pkt).collect(),
+        ),
+    )?;
+    dir.bar_chart(
+        "instructions.svg",
+        &BarChart::new(
+            "application instructions per packet",
+            "instructions per packet",
+            cats,
+        )
+        .series(
+            "app instructions/pkt",
+            r.results
+                .iter()
+                .map(|x| x.app_instructions_per_pkt)
+                .collect(),
+        ),
+    )?;
+    Ok(())
+}
