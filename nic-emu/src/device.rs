@@ -175,24 +175,47 @@ impl Nic {
     }
 
     /// A snapshot of the counters, taken by the engine thread.
+    ///
+    /// # Panics
+    /// If the engine thread has stopped; see [`Nic::try_stats`].
     pub fn stats(&self) -> Stats {
+        self.try_stats().expect("engine thread alive")
+    }
+
+    /// A snapshot of the counters, or why the engine could not give one.
+    pub fn try_stats(&self) -> Result<Stats, String> {
         let (tx, rx) = bounded(1);
-        self.tx.send(Cmd::Stats(tx)).expect("engine thread alive");
-        rx.recv_timeout(CMD_TIMEOUT).expect("engine thread answers")
+        self.tx
+            .send(Cmd::Stats(tx))
+            .map_err(|_| "the NIC engine has stopped".to_string())?;
+        rx.recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| "the NIC engine did not answer".to_string())
     }
 
     /// Runs `f` on the engine thread and returns its result.
+    ///
+    /// # Panics
+    /// If the engine thread has stopped; see [`Nic::try_with_engine`].
     pub fn with_engine<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Engine) -> R + Send + 'static,
     ) -> R {
+        self.try_with_engine(f).expect("engine thread alive")
+    }
+
+    /// Runs `f` on the engine thread, or says why it could not.
+    pub fn try_with_engine<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> Result<R, String> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::With(Box::new(move |e| {
                 let _ = tx.send(f(e));
             })))
-            .expect("engine thread alive");
-        rx.recv_timeout(CMD_TIMEOUT).expect("engine thread answers")
+            .map_err(|_| "the NIC engine has stopped".to_string())?;
+        rx.recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| "the NIC engine did not answer".to_string())
     }
 
     pub fn dir(&self) -> &Path {

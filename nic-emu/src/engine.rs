@@ -717,8 +717,10 @@ fn first_free_run(used: &[bool], n: usize) -> Option<usize> {
 
 /// The NIC's TX rate limiter: bursts of `num` flits every `den` cycles of a
 /// 200 MHz clock, as a token bucket in flits. The engine works in steps of a
-/// few microseconds, so the bucket holds up to 10 us of tokens (or one burst,
-/// if larger): bursts are bounded by that, and the long-run rate is exact.
+/// few microseconds and its thread can be descheduled for longer, so the
+/// bucket holds up to 1 ms of tokens (or one burst, if larger): after a gap
+/// the port catches up with at most 1 ms worth of frames, and the long-run
+/// rate is exact.
 #[derive(Debug, Clone, Copy)]
 struct TokenBucket {
     /// Flits per ns.
@@ -733,7 +735,7 @@ impl TokenBucket {
         let rate = num as f64 / (den as f64 * 5.0);
         Self {
             rate,
-            depth: (num as f64).max(rate * 10_000.0),
+            depth: (num as f64).max(rate * 1_000_000.0),
             tokens: num as f64,
             last_ns: now,
         }

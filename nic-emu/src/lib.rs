@@ -36,6 +36,20 @@ pub use counters::Stats;
 pub use device::{Nic, NicControl, RunOptions};
 pub use engine::{AttachInfo, AttachRequest, Clock, Engine};
 
+/// Resolution of CLOCK_MONOTONIC in nanoseconds (what timestamps and
+/// round-trip times are measured with).
+pub fn clock_resolution_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 1;
+    }
+    (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).max(1)
+}
+
 /// CLOCK_MONOTONIC in nanoseconds (comparable across processes).
 #[inline]
 pub fn monotonic_ns() -> u64 {
