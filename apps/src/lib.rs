@@ -42,6 +42,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod bench_api;
+pub mod cli;
 pub mod echo;
 pub mod hash;
 pub mod kv;

@@ -1,0 +1,842 @@
+//! Short throughput trials of each application on one interface, for the
+//! experiments (`bench apps`) and the binaries' self-contained mode.
+//!
+//! [`run_trial`] starts an emulated NIC in this process with its engine on
+//! one thread ([`nic_emu::Nic::start`], pinned to
+//! [`TrialOptions::nic_core`]) and runs the application on another (pinned
+//! to [`TrialOptions::app_core`]), warms up, then measures for
+//! [`TrialOptions::duration`]:
+//!
+//! | app | load | unit |
+//! |---|---|---|
+//! | Maglev | the NIC's built-in generator (closed loop, `generator_window` frames in flight); rewritten frames go back to it | packets |
+//! | telemetry | the built-in generator, open loop (as fast as the engine makes frames; the surplus is dropped at the pipe or ring and counted in `nic_drops`) | packets |
+//! | KV | [`KvLoadClient`] on a second port cabled to the server's (closed loop of `kv_window` request frames, after a preload of every key) | requests |
+//! | log monitor | [`LogSource`] on a second port cabled to the monitor's (a seeded log, repeated, cut into `log_payload`-byte UDP payloads; lines split across packets) | packets (and Gb/s of log text) |
+//!
+//! The KV and log-monitor clients need a thread of their own to be out of
+//! the way; with [`TrialOptions::client_core`] unset (the default, for
+//! 2-core machines) the client is polled on the application's thread
+//! between application polls. The application's busy time excludes the
+//! client's, so `app_busy_ns_per_unit` is the application's own cost, but
+//! the rate is then a lower bound for the application alone (it shares its
+//! core), and [`TrialResult::load`] says so.
+//!
+//! The result carries the rate, the application's busy time per unit
+//! (time spent in polls that found work, divided by the units), the NIC
+//! engine's, the drops by cause, and, for KV, round-trip latency
+//! percentiles measured by the client.
+//!
+//! ```no_run
+//! use enso_apps::bench_api::{run_trial, AppKind, TrialOptions};
+//! use enso_apps::nic::Interface;
+//! let opts = TrialOptions::default();
+//! for iface in Interface::ALL {
+//!     let r = run_trial(AppKind::Maglev, iface, &opts)?;
+//!     println!("{iface}: {:.2} Mpps, {:.1} ns/packet", r.rate / 1e6, r.app_busy_ns_per_unit);
+//! }
+//! # Ok::<(), enso_apps::bench_api::TrialError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use enso::app::{DriverError, EnsoDriver, PacketizedDriver};
+use enso::{AttachError, Device, DeviceOptions};
+use nic_emu::{
+    DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, SizeSpec, Stats, VerifyLevel,
+    WireConfig,
+};
+
+use crate::kv::{KvServer, ServerConfig, StoreConfig, WorkloadConfig};
+use crate::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
+use crate::logmon::{generate_log, LogMonitor, LogPatterns, LogScanner};
+use crate::maglev::{Backend, Maglev, MaglevConfig};
+use crate::nic::{
+    add_fallback_rx_pipes, AppDriver, EnsoReplyDriver, EnsoStreamDriver, Interface,
+    PacketizedReplyDriver,
+};
+use crate::packet::UDP_PAYLOAD_OFFSET;
+use crate::telemetry::{NitroConfig, Telemetry};
+
+/// The applications of the paper's evaluation (echo has its own demo).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AppKind {
+    /// Maglev load balancer.
+    Maglev,
+    /// NitroSketch telemetry.
+    Telemetry,
+    /// MICA-like key-value store.
+    Kv,
+    /// Log monitor.
+    Logmon,
+}
+
+impl AppKind {
+    /// All of them, in the paper's table order.
+    pub const ALL: [AppKind; 4] = [
+        AppKind::Maglev,
+        AppKind::Telemetry,
+        AppKind::Kv,
+        AppKind::Logmon,
+    ];
+
+    /// The name used on command lines and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppKind::Maglev => "maglev",
+            AppKind::Telemetry => "telemetry",
+            AppKind::Kv => "kv",
+            AppKind::Logmon => "logmon",
+        }
+    }
+}
+
+impl std::fmt::Display for AppKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Settings of a trial. The defaults are the paper's workloads scaled to a
+/// short run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TrialOptions {
+    /// Measured time.
+    pub duration: Duration,
+    /// Time run before measuring (after the KV preload).
+    pub warmup: Duration,
+    /// Core of the NIC engine thread.
+    pub nic_core: Option<usize>,
+    /// Core of the application thread.
+    pub app_core: Option<usize>,
+    /// Core of the KV / log-monitor client; `None` polls it on the
+    /// application's thread.
+    pub client_core: Option<usize>,
+    /// Pipes (Ensō) or queues (packetized) the application serves.
+    pub pipes: u32,
+    /// Frames per `rx_burst` on the packetized interface.
+    pub burst: usize,
+    /// Ensō notification mode of the device.
+    pub notification_mode: NotificationMode,
+    /// Directory of the device (default `/dev/shm`).
+    pub dir: Option<PathBuf>,
+    /// Generator frame size (Maglev, telemetry), bytes without FCS.
+    pub frame_size: usize,
+    /// Generator flows (Maglev: 16 is the paper's "cached" workload).
+    pub flows: u32,
+    /// Maglev: frames in flight at most between generator and NIC.
+    pub generator_window: u64,
+    /// Maglev backends.
+    pub maglev_backends: usize,
+    /// Telemetry sketch.
+    #[serde(skip)]
+    pub sketch: NitroConfig,
+    /// KV: distinct keys (all preloaded).
+    pub kv_keys: u64,
+    /// KV: share of GETs (the paper: 0.95 or 0.5).
+    pub kv_get_ratio: f64,
+    /// KV: requests per request frame.
+    pub kv_batch: usize,
+    /// KV: request frames in flight.
+    pub kv_window: usize,
+    /// Log monitor: UDP payload bytes per packet.
+    pub log_payload: usize,
+    /// Log monitor: bytes of log generated (then repeated).
+    pub log_bytes: usize,
+    /// Log monitor: packets sent and not yet handled at most (the client's
+    /// credit window).
+    pub log_window: u64,
+    /// Log monitor on Ensō: read a stream pipe (the bytestream, no copy)
+    /// instead of packets.
+    pub log_stream: bool,
+}
+
+impl Default for TrialOptions {
+    fn default() -> Self {
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let (nic_core, app_core) = match cores.as_slice() {
+            [a, b, ..] => (Some(a.id), Some(b.id)),
+            _ => (None, None),
+        };
+        Self {
+            duration: Duration::from_secs(1),
+            warmup: Duration::from_millis(300),
+            nic_core,
+            app_core,
+            client_core: None,
+            pipes: 1,
+            burst: 32,
+            notification_mode: NotificationMode::Reactive,
+            dir: None,
+            frame_size: 64,
+            flows: 16,
+            generator_window: 2048,
+            maglev_backends: 1000,
+            sketch: NitroConfig::count_min(),
+            kv_keys: 1 << 16,
+            kv_get_ratio: 0.95,
+            kv_batch: 4,
+            kv_window: 512,
+            log_payload: 1024,
+            log_bytes: 4 << 20,
+            log_window: 512,
+            log_stream: true,
+        }
+    }
+}
+
+/// What a trial measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TrialResult {
+    /// The application.
+    pub app: AppKind,
+    /// The interface.
+    pub interface: Interface,
+    /// Ensō only: whether the log monitor read a stream pipe.
+    pub stream: bool,
+    /// Measured seconds.
+    pub seconds: f64,
+    /// What `units` counts: "packets" or "requests" (KV).
+    pub unit: &'static str,
+    /// Units the application handled while measuring.
+    pub units: u64,
+    /// Units per second.
+    pub rate: f64,
+    /// Packets the application received while measuring.
+    pub packets: u64,
+    /// Gb/s of what the application received: frame bytes, or for the log
+    /// monitor the log text.
+    pub gbps: f64,
+    /// Application thread: time in polls that found work, per unit.
+    pub app_busy_ns_per_unit: f64,
+    /// Application thread: busy share of the measured time.
+    pub app_busy_fraction: f64,
+    /// NIC engine: time in steps that found work, per unit.
+    pub nic_busy_ns_per_unit: f64,
+    /// Frames the application dropped or could not answer.
+    pub app_dropped: u64,
+    /// Frames the NIC dropped while measuring, by cause (only causes seen).
+    pub nic_drops: BTreeMap<String, u64>,
+    /// KV: round-trip latency measured by the client while measuring.
+    pub latency: Option<LatencyStats>,
+    /// Where the load came from and which threads were busy.
+    pub load: String,
+    /// Busy threads the trial needed (the NIC engine included).
+    pub busy_threads: u32,
+    /// The NIC's counters at the end (PCIe accounting included).
+    #[serde(skip)]
+    pub nic: Stats,
+}
+
+/// Why a trial could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// The emulated NIC did not start.
+    #[error("starting the NIC: {0}")]
+    Nic(String),
+    /// Attaching to it failed.
+    #[error("attaching: {0}")]
+    Attach(#[from] AttachError),
+    /// A pipe or queue could not be allocated.
+    #[error("allocating: {0}")]
+    Alloc(#[from] enso::AllocError),
+    /// The application's driver failed.
+    #[error("application: {0}")]
+    Driver(#[from] DriverError),
+    /// The client failed.
+    #[error("client: {0}")]
+    Load(#[from] LoadError),
+    /// The application could not be built.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The NIC did not set up the pipes or queues in time.
+    #[error("the NIC did not set up the pipes or queues")]
+    SetupTimeout,
+}
+
+static TRIALS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs one trial of `app` on `iface`.
+pub fn run_trial(
+    app: AppKind,
+    iface: Interface,
+    opts: &TrialOptions,
+) -> Result<TrialResult, TrialError> {
+    let pipes = opts.pipes.max(1);
+    let cfg = device_config(app, iface, opts);
+    let nic = Nic::start(
+        cfg,
+        RunOptions {
+            core: opts.nic_core,
+            idle_sleep_after: None,
+            ..Default::default()
+        },
+    )
+    .map_err(TrialError::Nic)?;
+    let nic = &nic;
+    let result = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name(format!("{app}-{iface}"))
+            .spawn_scoped(s, move || {
+                if let Some(c) = opts.app_core {
+                    core_affinity::set_for_current(core_affinity::CoreId { id: c });
+                }
+                app_thread(nic, app, iface, pipes, opts)
+            })
+            .expect("spawn the application thread")
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
+    let mut r = result?;
+    r.nic = nic.stats();
+    Ok(r)
+}
+
+fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceConfig {
+    let name = format!(
+        "apps-{app}-{iface}-{}-{}",
+        std::process::id(),
+        TRIALS.fetch_add(1, Ordering::Relaxed)
+    );
+    let wire = match app {
+        AppKind::Maglev | AppKind::Telemetry => WireConfig::Generator(GeneratorConfig {
+            sizes: SizeSpec::Fixed(opts.frame_size),
+            flows: opts.flows.max(1),
+            verify: VerifyLevel::Sequence,
+            paused: true,
+            max_in_flight: (app == AppKind::Maglev).then_some(opts.generator_window.max(1)),
+            ..Default::default()
+        }),
+        AppKind::Kv | AppKind::Logmon => WireConfig::Cable {
+            peer: 1,
+            delay_ns: 0,
+        },
+    };
+    let mut cfg = DeviceConfig::new(name, wire);
+    if matches!(app, AppKind::Kv | AppKind::Logmon) {
+        cfg.ports.push(WireConfig::Cable {
+            peer: 0,
+            delay_ns: 0,
+        });
+    }
+    if let Some(d) = &opts.dir {
+        cfg.dir = d.clone();
+    }
+    cfg.notification_mode = opts.notification_mode;
+    let _ = iface;
+    cfg
+}
+
+fn app_options(iface: Interface, pipes: u32, tx_pipe: bool) -> DeviceOptions {
+    match iface {
+        Interface::Enso => DeviceOptions {
+            pipes,
+            tx_pipes: u32::from(tx_pipe),
+            ..Default::default()
+        },
+        Interface::Packetized => DeviceOptions {
+            pipes: 0,
+            tx_pipes: 0,
+            queues: pipes,
+            rx_ring: 1024,
+            tx_ring: 1024,
+            pool_buffers: pipes * 4096,
+            ..Default::default()
+        },
+    }
+}
+
+fn client_options() -> DeviceOptions {
+    DeviceOptions {
+        pipes: 1,
+        tx_pipes: 1,
+        ..Default::default()
+    }
+}
+
+/// Waits until the NIC has installed `n` fallback targets.
+fn wait_for_setup(nic: &Nic, n: usize) -> Result<(), TrialError> {
+    let t0 = Instant::now();
+    while nic.stats().fallback_pipes < n {
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(TrialError::SetupTimeout);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+fn backends(n: usize) -> Vec<Backend> {
+    (0..n.max(1))
+        .map(|i| {
+            Backend::new(
+                format!("backend-{i}"),
+                Ipv4Addr::from(0xC0A8_0000 + i as u32 + 1),
+            )
+        })
+        .collect()
+}
+
+/// What one side counts: (units, packets, bytes, dropped).
+type Counts = (u64, u64, u64, u64);
+
+/// The load, polled between application polls or on a thread of its own.
+trait Client: Send {
+    fn poll(&mut self) -> Result<usize, LoadError>;
+    /// Called once the warm-up is over.
+    fn start_measuring(&mut self) {}
+    fn latency(&self) -> Option<LatencyStats> {
+        None
+    }
+    /// Whether the warm-up may end (the KV preload is done).
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+impl Client for KvLoadClient {
+    fn poll(&mut self) -> Result<usize, LoadError> {
+        KvLoadClient::poll(self)
+    }
+    fn start_measuring(&mut self) {
+        self.reset_latency();
+    }
+    fn latency(&self) -> Option<LatencyStats> {
+        Some(self.report().latency)
+    }
+    fn ready(&self) -> bool {
+        !self.preloading()
+    }
+}
+
+/// Sends the log while fewer than `window` packets are unhandled (a sink
+/// sends nothing back, so the application's progress is the credit).
+struct LogClient {
+    pipe: PipeClient,
+    src: LogSource,
+    handled: Arc<AtomicU64>,
+    window: u64,
+}
+
+impl Client for LogClient {
+    fn poll(&mut self) -> Result<usize, LoadError> {
+        let Self {
+            pipe,
+            src,
+            handled,
+            window,
+        } = self;
+        let unhandled = pipe
+            .sent_frames
+            .saturating_sub(handled.load(Ordering::Relaxed));
+        let room = window.saturating_sub(unhandled).min(64) as usize;
+        pipe.send_with(room, |b| src.next_frame(b))
+    }
+}
+
+struct Measured {
+    seconds: f64,
+    counts: Counts,
+    busy: Duration,
+    nic_before: Stats,
+    nic_after: Stats,
+    latency: Option<LatencyStats>,
+}
+
+fn app_thread(
+    nic: &Nic,
+    app: AppKind,
+    iface: Interface,
+    pipes: u32,
+    opts: &TrialOptions,
+) -> Result<TrialResult, TrialError> {
+    let stream = app == AppKind::Logmon && iface == Interface::Enso && opts.log_stream;
+    let (m, unit, load, threads) = match app {
+        AppKind::Maglev => {
+            let cfg = MaglevConfig::default();
+            let mut h = Maglev::new(backends(opts.maglev_backends), &cfg)
+                .map_err(|e| TrialError::Config(e.to_string()))?;
+            let m = packet_app(nic, iface, pipes, opts, &mut h, false)?;
+            (m, "packets", "built-in generator".to_string(), 2)
+        }
+        AppKind::Telemetry => {
+            let mut h = Telemetry::new(&opts.sketch, Duration::from_secs(3600))
+                .map_err(|e| TrialError::Config(e.to_string()))?;
+            let m = packet_app(nic, iface, pipes, opts, &mut h, true)?;
+            (m, "packets", "built-in generator".to_string(), 2)
+        }
+        AppKind::Kv => {
+            let mut server = KvServer::new(&ServerConfig {
+                store: StoreConfig::default(),
+                ..Default::default()
+            })
+            .map_err(|e| TrialError::Config(e.to_string()))?;
+            let client = KvLoadClient::new(
+                Device::attach_nic(nic, client_options())?,
+                1,
+                KvLoadConfig {
+                    workload: WorkloadConfig {
+                        keys: opts.kv_keys.max(1),
+                        get_ratio: opts.kv_get_ratio,
+                        batch: opts.kv_batch,
+                        ..Default::default()
+                    },
+                    window_frames: opts.kv_window,
+                    ..Default::default()
+                },
+            )?;
+            let counts = |d: &dyn AppDriver<KvServer>, h: &KvServer| -> Counts {
+                let s = d.stats();
+                (h.stats().requests, s.frames, s.bytes, s.dropped)
+            };
+            let m = match iface {
+                Interface::Enso => {
+                    let mut d = EnsoReplyDriver::new(Device::attach_nic(
+                        nic,
+                        app_options(iface, pipes, true),
+                    )?)?;
+                    d.add_fallback_pipes_on(0, pipes)?;
+                    wait_for_setup(nic, pipes as usize + 1)?;
+                    measure(nic, opts, &mut d, &mut server, counts, client, None)?
+                }
+                Interface::Packetized => {
+                    let mut d = PacketizedReplyDriver::new(
+                        Device::attach_nic(nic, app_options(iface, pipes, false))?,
+                        opts.burst,
+                    );
+                    d.add_rss_queues_on(0, pipes)?;
+                    wait_for_setup(nic, pipes as usize + 1)?;
+                    measure(nic, opts, &mut d, &mut server, counts, client, None)?
+                }
+            };
+            (
+                m,
+                "requests",
+                client_load("KV client", opts),
+                2 + u32::from(opts.client_core.is_some()),
+            )
+        }
+        AppKind::Logmon => {
+            let patterns = LogPatterns::builtin();
+            let handled = Arc::new(AtomicU64::new(0));
+            let client = LogClient {
+                pipe: PipeClient::new(Device::attach_nic(nic, client_options())?, 1, false)?,
+                src: LogSource::new(
+                    generate_log(1, opts.log_bytes.max(1)),
+                    opts.log_payload,
+                    true,
+                ),
+                handled: handled.clone(),
+                window: opts.log_window.max(1),
+            };
+            let progress = Some(&*handled);
+            let header = UDP_PAYLOAD_OFFSET as u64;
+            let m = if stream {
+                let mut scanner = LogScanner::new(&patterns);
+                let mut d =
+                    EnsoStreamDriver::new(Device::attach_nic(nic, app_options(iface, 1, false))?);
+                d.add_fallback_stream_pipe_on(0)?;
+                wait_for_setup(nic, 1)?;
+                let payload = client.src.payload_len() as u64;
+                let counts = move |d: &dyn AppDriver<LogScanner>, _: &LogScanner| -> Counts {
+                    let b = d.stats().bytes;
+                    (b.div_ceil(payload), b.div_ceil(payload), b, 0)
+                };
+                measure(nic, opts, &mut d, &mut scanner, counts, client, progress)?
+            } else {
+                let mut mon = LogMonitor::new(&patterns);
+                let counts = move |d: &dyn AppDriver<LogMonitor>, _: &LogMonitor| -> Counts {
+                    let s = d.stats();
+                    (s.frames, s.frames, s.bytes - s.frames * header, s.dropped)
+                };
+                match iface {
+                    Interface::Enso => {
+                        let mut d =
+                            EnsoDriver::new(Device::attach_nic(nic, app_options(iface, 1, false))?);
+                        add_fallback_rx_pipes(&mut d, 0, 1)?;
+                        wait_for_setup(nic, 1)?;
+                        measure(nic, opts, &mut d, &mut mon, counts, client, progress)?
+                    }
+                    Interface::Packetized => {
+                        let mut d = PacketizedDriver::new(
+                            Device::attach_nic(nic, app_options(iface, 1, false))?,
+                            opts.burst,
+                        );
+                        d.add_rss_queues_on(0, 1)?;
+                        wait_for_setup(nic, 1)?;
+                        measure(nic, opts, &mut d, &mut mon, counts, client, progress)?
+                    }
+                }
+            };
+            (
+                m,
+                "packets",
+                client_load("log client", opts),
+                2 + u32::from(opts.client_core.is_some()),
+            )
+        }
+    };
+    let (units, packets, bytes, dropped) = m.counts;
+    let secs = m.seconds.max(1e-9);
+    let u = units.max(1) as f64;
+    let mut nic_drops = BTreeMap::new();
+    let before = m.nic_before.drops();
+    for (k, v) in m.nic_after.drops() {
+        let d = v - before.get(k).copied().unwrap_or(0);
+        if d > 0 {
+            nic_drops.insert(k.to_string(), d);
+        }
+    }
+    let nic_busy = m.nic_after.engine.busy_ns - m.nic_before.engine.busy_ns;
+    Ok(TrialResult {
+        app,
+        interface: iface,
+        stream,
+        seconds: m.seconds,
+        unit,
+        units,
+        rate: units as f64 / secs,
+        packets,
+        gbps: bytes as f64 * 8.0 / secs / 1e9,
+        app_busy_ns_per_unit: m.busy.as_nanos() as f64 / u,
+        app_busy_fraction: m.busy.as_secs_f64() / secs,
+        nic_busy_ns_per_unit: nic_busy as f64 / u,
+        app_dropped: dropped,
+        nic_drops,
+        latency: m.latency,
+        load,
+        busy_threads: threads,
+        nic: m.nic_after,
+    })
+}
+
+fn client_load(what: &str, opts: &TrialOptions) -> String {
+    match opts.client_core {
+        Some(c) => format!("{what} on its own thread (core {c}), TX pipe on a cabled port"),
+        None => format!(
+            "{what} polled on the application's core between application polls, TX pipe on a cabled port \
+             (the rate is a lower bound for the application alone)"
+        ),
+    }
+}
+
+/// Maglev and telemetry: the built-in generator, the same handler on
+/// either driver.
+fn packet_app<H: enso::PacketHandler>(
+    nic: &Nic,
+    iface: Interface,
+    pipes: u32,
+    opts: &TrialOptions,
+    h: &mut H,
+    sink: bool,
+) -> Result<Measured, TrialError> {
+    let counts = |d: &dyn AppDriver<H>, _: &H| -> Counts {
+        let s = d.stats();
+        (s.frames, s.frames, s.bytes, s.dropped)
+    };
+    let m = match iface {
+        Interface::Enso => {
+            let mut d = EnsoDriver::new(Device::attach_nic(nic, app_options(iface, pipes, false))?);
+            if sink {
+                add_fallback_rx_pipes(&mut d, 0, pipes)?;
+            } else {
+                d.add_fallback_pipes_on(0, pipes)?;
+            }
+            wait_for_setup(nic, pipes as usize)?;
+            measure_generator(nic, opts, &mut d, h, counts)?
+        }
+        Interface::Packetized => {
+            let mut d = PacketizedDriver::new(
+                Device::attach_nic(nic, app_options(iface, pipes, false))?,
+                opts.burst,
+            );
+            d.add_rss_queues_on(0, pipes)?;
+            wait_for_setup(nic, pipes as usize)?;
+            measure_generator(nic, opts, &mut d, h, counts)?
+        }
+    };
+    Ok(m)
+}
+
+fn measure_generator<D: AppDriver<H>, H>(
+    nic: &Nic,
+    opts: &TrialOptions,
+    d: &mut D,
+    h: &mut H,
+    counts: impl Fn(&dyn AppDriver<H>, &H) -> Counts,
+) -> Result<Measured, TrialError> {
+    nic.with_engine(|e| e.set_generators_paused(false));
+    let load = Load {
+        client: None,
+        progress: None,
+        warm: &mut || true,
+    };
+    let r = run_window(nic, opts, d, h, &counts, load);
+    nic.with_engine(|e| e.set_generators_paused(true));
+    r
+}
+
+/// Runs the application with its client (interleaved, or on the client's
+/// core) through the warm-up and the measured window.
+fn measure<D: AppDriver<H>, H, C: Client>(
+    nic: &Nic,
+    opts: &TrialOptions,
+    d: &mut D,
+    h: &mut H,
+    counts: impl Fn(&dyn AppDriver<H>, &H) -> Counts,
+    mut client: C,
+    progress: Option<&AtomicU64>,
+) -> Result<Measured, TrialError> {
+    let Some(core) = opts.client_core else {
+        let load = Load {
+            client: Some(&mut client),
+            progress,
+            warm: &mut || true,
+        };
+        return run_window(nic, opts, d, h, &counts, load);
+    };
+    // The client on its own thread: it runs until told to stop, and says
+    // when its warm-up (the preload) is over.
+    let stop = AtomicBool::new(false);
+    let measuring = AtomicBool::new(false);
+    let ready = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let t = std::thread::Builder::new()
+            .name("client".into())
+            .spawn_scoped(s, || -> Result<Option<LatencyStats>, LoadError> {
+                core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                let mut reset = false;
+                while !stop.load(Ordering::Relaxed) {
+                    client.poll()?;
+                    if client.ready() {
+                        ready.store(true, Ordering::Relaxed);
+                    }
+                    if !reset && measuring.load(Ordering::Relaxed) {
+                        client.start_measuring();
+                        reset = true;
+                    }
+                }
+                Ok(client.latency())
+            })
+            .expect("spawn the client thread");
+        let mut warm = || {
+            let ok = ready.load(Ordering::Relaxed);
+            if ok {
+                measuring.store(true, Ordering::Relaxed);
+            }
+            ok
+        };
+        let load = Load {
+            client: None,
+            progress,
+            warm: &mut warm,
+        };
+        let r = run_window(nic, opts, d, h, &counts, load);
+        stop.store(true, Ordering::Relaxed);
+        let lat = t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        let mut m = r?;
+        m.latency = lat;
+        Ok(m)
+    })
+}
+
+/// The load as the application's thread sees it.
+struct Load<'a> {
+    /// A client to poll between application polls.
+    client: Option<&'a mut dyn Client>,
+    /// Where to publish the packets handled (a sink's credit).
+    progress: Option<&'a AtomicU64>,
+    /// Whether a client on its own thread has finished warming up.
+    warm: &'a mut dyn FnMut() -> bool,
+}
+
+/// Warm-up (at least `opts.warmup`, and until the load is ready), then the
+/// measured window.
+fn run_window<D: AppDriver<H>, H>(
+    nic: &Nic,
+    opts: &TrialOptions,
+    d: &mut D,
+    h: &mut H,
+    counts: &dyn Fn(&dyn AppDriver<H>, &H) -> Counts,
+    load: Load<'_>,
+) -> Result<Measured, TrialError> {
+    let Load {
+        mut client,
+        progress,
+        warm,
+    } = load;
+    // One round, then the application's progress for the client's credit.
+    let round = |d: &mut D, h: &mut H, c: &mut Option<&mut dyn Client>, busy: &mut Duration| {
+        step(d, h, c, busy)?;
+        if let Some(p) = progress {
+            p.store(counts(&*d, h).1, Ordering::Relaxed);
+        }
+        Ok::<(), TrialError>(())
+    };
+    let mut busy = Duration::ZERO;
+    let t0 = Instant::now();
+    loop {
+        round(d, h, &mut client, &mut busy)?;
+        let client_ready = client.as_ref().map_or(true, |c| c.ready());
+        if t0.elapsed() >= opts.warmup && client_ready && warm() {
+            break;
+        }
+        if t0.elapsed() > opts.warmup + Duration::from_secs(60) {
+            return Err(TrialError::Config(
+                "the load did not get ready within a minute (KV preload too large?)".into(),
+            ));
+        }
+    }
+    if let Some(c) = client.as_mut() {
+        c.start_measuring();
+    }
+    let nic_before = nic.stats();
+    let c0 = counts(&*d, h);
+    busy = Duration::ZERO;
+    let start = Instant::now();
+    while start.elapsed() < opts.duration {
+        round(d, h, &mut client, &mut busy)?;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let c1 = counts(&*d, h);
+    let nic_after = nic.stats();
+    Ok(Measured {
+        seconds,
+        counts: (c1.0 - c0.0, c1.1 - c0.1, c1.2 - c0.2, c1.3 - c0.3),
+        busy,
+        nic_before,
+        nic_after,
+        latency: client.as_ref().and_then(|c| c.latency()),
+    })
+}
+
+/// One round: 16 application polls (timed if they found work), then one
+/// client poll.
+#[inline]
+fn step<D: AppDriver<H>, H>(
+    d: &mut D,
+    h: &mut H,
+    client: &mut Option<&mut dyn Client>,
+    busy: &mut Duration,
+) -> Result<(), TrialError> {
+    let t = Instant::now();
+    let mut n = 0;
+    for _ in 0..16 {
+        n += d.poll(h)?;
+    }
+    if n > 0 {
+        *busy += t.elapsed();
+    }
+    if let Some(c) = client.as_mut() {
+        c.poll()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! `app-trial`: short in-process throughput trials of the applications on
+//! both interfaces (the NIC engine on one core, the application on
+//! another), alternating interfaces round by round. Prints rates and the
+//! application's busy time per packet or request; `--json` prints every
+//! trial. The experiments call the same function
+//! (`enso_apps::bench_api::run_trial`).
+
+use std::time::Duration;
+
+use clap::Parser;
+use enso_apps::bench_api::{run_trial, AppKind, TrialOptions, TrialResult};
+use enso_apps::cli::{self, CliResult};
+use enso_apps::nic::Interface;
+
+#[derive(Parser)]
+#[command(
+    name = "app-trial",
+    about = "Application throughput on Ensō and packetized, in process"
+)]
+struct Args {
+    /// Applications to run (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    app: Vec<AppKind>,
+    /// Interfaces to run (default: both).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    interface: Vec<Interface>,
+    /// Measured seconds per trial.
+    #[arg(long, default_value_t = 1.0)]
+    duration_s: f64,
+    /// Warm-up seconds per trial.
+    #[arg(long, default_value_t = 0.3)]
+    warmup_s: f64,
+    /// Rounds (each runs every interface once).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Pipes or queues.
+    #[arg(long, default_value_t = 1)]
+    pipes: u32,
+    /// Generator frame size (Maglev, telemetry).
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Generator flows (Maglev, telemetry).
+    #[arg(long, default_value_t = 16)]
+    flows: u32,
+    /// KV share of GETs.
+    #[arg(long, default_value_t = 0.95)]
+    get_ratio: f64,
+    /// KV request frames in flight.
+    #[arg(long, default_value_t = 512)]
+    kv_window: usize,
+    /// Log monitor on Ensō: read frames, not a stream pipe.
+    #[arg(long)]
+    log_packets: bool,
+    /// Core of the KV / log client (default: polled on the application's core).
+    #[arg(long)]
+    client_core: Option<usize>,
+    /// Print every trial as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    cli::main_with("app-trial", || run(Args::parse()))
+}
+
+fn run(a: Args) -> CliResult<()> {
+    for (v, what) in [(a.duration_s, "--duration-s"), (a.warmup_s, "--warmup-s")] {
+        if !(v.is_finite() && v >= 0.0) || (what == "--duration-s" && v == 0.0) {
+            return Err(format!("{what} must be a positive number of seconds, not {v}").into());
+        }
+    }
+    if !(60..=1536).contains(&a.size) {
+        return Err(format!("--size must be in 60..=1536, not {}", a.size).into());
+    }
+    let apps = if a.app.is_empty() {
+        AppKind::ALL.to_vec()
+    } else {
+        a.app.clone()
+    };
+    let ifaces = if a.interface.is_empty() {
+        Interface::ALL.to_vec()
+    } else {
+        a.interface.clone()
+    };
+    let opts = TrialOptions {
+        duration: Duration::from_secs_f64(a.duration_s),
+        warmup: Duration::from_secs_f64(a.warmup_s),
+        pipes: a.pipes.max(1),
+        frame_size: a.size,
+        flows: a.flows.max(1),
+        kv_get_ratio: a.get_ratio,
+        kv_window: a.kv_window.max(1),
+        log_stream: !a.log_packets,
+        client_core: a.client_core,
+        ..Default::default()
+    };
+    let mut all: Vec<TrialResult> = Vec::new();
+    for app in &apps {
+        for round in 0..a.rounds.max(1) {
+            for iface in &ifaces {
+                let r =
+                    run_trial(*app, *iface, &opts).map_err(|e| format!("{app} on {iface}: {e}"))?;
+                if !a.json {
+                    eprintln!(
+                        "  {app:<9} {:<10} round {}: {:>8.3} M{}/s {:>8.2} Gb/s, app {:>7.1} ns/{} ({:.0}% busy), NIC {:>6.1} ns, drops {:?}{}",
+                        iface.name(),
+                        round + 1,
+                        r.rate / 1e6,
+                        r.unit,
+                        r.gbps,
+                        r.app_busy_ns_per_unit,
+                        r.unit.trim_end_matches('s'),
+                        100.0 * r.app_busy_fraction,
+                        r.nic_busy_ns_per_unit,
+                        r.nic_drops,
+                        r.latency
+                            .map(|l| format!(", RTT p50 {} ns p99 {} ns", l.p50_ns, l.p99_ns))
+                            .unwrap_or_default()
+                    );
+                }
+                all.push(r);
+            }
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(());
+    }
+    println!(
+        "{:<10} {:<11} {:>10} {:>9} {:>14} {:>12}",
+        "app", "interface", "rate (M/s)", "Gb/s", "app ns/unit", "unit"
+    );
+    for app in &apps {
+        for iface in &ifaces {
+            let mut v: Vec<&TrialResult> = all
+                .iter()
+                .filter(|r| r.app == *app && r.interface == *iface)
+                .collect();
+            v.sort_by(|x, y| x.rate.total_cmp(&y.rate));
+            let m = v[v.len() / 2];
+            println!(
+                "{:<10} {:<11} {:>10.3} {:>9.2} {:>14.1} {:>12}",
+                app.name(),
+                iface.name(),
+                m.rate / 1e6,
+                m.gbps,
+                m.app_busy_ns_per_unit,
+                m.unit
+            );
+        }
+    }
+    if a.client_core.is_none()
+        && apps
+            .iter()
+            .any(|x| matches!(x, AppKind::Kv | AppKind::Logmon))
+    {
+        println!("KV and log monitor: the client shares the application's core (rates are lower bounds); --client-core moves it.");
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! `kv-client`: the KV workload (8 B keys and values, Zipf key popularity,
+//! a GET/SET mix) sent through an Ensō TX pipe from `--port` of a running
+//! `nic-emu` device, in a closed loop of `--window` request frames. Every
+//! response is checked; prints the rate and round-trip latency
+//! percentiles. The port must be cabled to the server's, e.g.
+//! `nic-emu run --name dev0 --port cable:1 --port cable:0`, `kv --device
+//! dev0 --port 0`, `kv-client --device dev0 --port 1`.
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use enso::DeviceOptions;
+use enso_apps::cli::{self, CliResult, ConnectArgs};
+use enso_apps::kv::WorkloadConfig;
+use enso_apps::load::{KvLoadClient, KvLoadConfig};
+
+#[derive(Parser)]
+#[command(name = "kv-client", about = "KV workload generator over Ensō pipes")]
+struct Args {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    /// Distinct keys.
+    #[arg(long, default_value_t = 1 << 20)]
+    keys: u64,
+    /// Share of GETs (the paper: 0.95 or 0.5).
+    #[arg(long, default_value_t = 0.95)]
+    get_ratio: f64,
+    /// Zipf exponent of key popularity.
+    #[arg(long, default_value_t = 0.99)]
+    zipf: f64,
+    /// Requests per request frame.
+    #[arg(long, default_value_t = 4)]
+    batch: usize,
+    /// Server partitions (request frames go to base port + partition).
+    #[arg(long, default_value_t = 1)]
+    partitions: u16,
+    /// UDP port of partition 0.
+    #[arg(long, default_value_t = 9000)]
+    server_port: u16,
+    /// Request frames in flight at most.
+    #[arg(long, default_value_t = 256)]
+    window: usize,
+    /// Skip setting every key before the workload.
+    #[arg(long)]
+    no_preload: bool,
+    /// Stop after this many request frames (preload included).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Milliseconds without a response after which in-flight frames count
+    /// as lost.
+    #[arg(long, default_value_t = 200)]
+    loss_timeout_ms: u64,
+    /// Seed of the request sequence.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn main() -> std::process::ExitCode {
+    cli::main_with("kv-client", || run(Args::parse()))
+}
+
+fn run(a: Args) -> CliResult<()> {
+    a.connect.check()?;
+    if a.window == 0 {
+        return Err("--window must be at least 1".into());
+    }
+    let mut workload = WorkloadConfig {
+        keys: a.keys,
+        get_ratio: a.get_ratio,
+        zipf_theta: a.zipf,
+        batch: a.batch,
+        partitions: a.partitions,
+        seed: a.seed,
+        ..Default::default()
+    };
+    workload.endpoints.dst_port = a.server_port;
+    a.connect.pin("kv-client");
+    let dev = a.connect.open(DeviceOptions {
+        pipes: 1,
+        tx_pipes: 1,
+        ..Default::default()
+    })?;
+    let mut c = KvLoadClient::new(
+        dev,
+        a.connect.port,
+        KvLoadConfig {
+            workload,
+            window_frames: a.window,
+            preload: !a.no_preload,
+            loss_timeout: Some(Duration::from_millis(a.loss_timeout_ms.max(1))),
+            frames: a.count,
+            ..Default::default()
+        },
+    )?;
+    let stop = a.connect.duration_s.map(Duration::from_secs_f64);
+    let every = (a.connect.progress_s > 0.0).then(|| Duration::from_secs_f64(a.connect.progress_s));
+    let start = Instant::now();
+    // The rate and latency count from the end of the preload.
+    let mut measured_from = (start, 0u64);
+    let mut preloading = c.preloading();
+    let (mut last, mut last_resp) = (Instant::now(), 0u64);
+    loop {
+        for _ in 0..64 {
+            c.poll()?;
+        }
+        if preloading && !c.preloading() {
+            preloading = false;
+            c.reset_latency();
+            measured_from = (Instant::now(), c.report().responses);
+        }
+        if c.finished() {
+            break;
+        }
+        let now = Instant::now();
+        if stop.is_some_and(|s| now - start >= s) {
+            break;
+        }
+        if every.is_some_and(|e| now - last >= e) {
+            let r = c.report();
+            eprintln!(
+                "kv-client: {:.3} Mops, {} responses, p50 {} ns, p99 {} ns, {} lost frames, {} problems{}",
+                (r.responses - last_resp) as f64 / (now - last).as_secs_f64() / 1e6,
+                r.responses,
+                r.latency.p50_ns,
+                r.latency.p99_ns,
+                r.frames_lost,
+                r.problems,
+                if preloading { " (preloading)" } else { "" }
+            );
+            (last, last_resp) = (now, r.responses);
+        }
+    }
+    let r = c.report();
+    let secs = measured_from.0.elapsed().as_secs_f64().max(1e-9);
+    let mops = (r.responses - measured_from.1) as f64 / secs / 1e6;
+    if a.connect.json {
+        let out = serde_json::json!({
+            "app": "kv-client",
+            "seconds": secs,
+            "mops": mops,
+            "report": r,
+            "client": c.client().stats(),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "kv-client: {:.3} Mops over {:.1} s after preload; latency p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns; {} requests, {} responses, {} hits, {} misses, {} lost frames, {} problems",
+            mops,
+            secs,
+            r.latency.p50_ns,
+            r.latency.p90_ns,
+            r.latency.p99_ns,
+            r.latency.p999_ns,
+            r.requests,
+            r.responses,
+            r.hits,
+            r.misses,
+            r.frames_lost,
+            r.problems
+        );
+    }
+    if r.problems > 0 {
+        return Err(format!("{} responses were wrong", r.problems).into());
+    }
+    Ok(())
+}

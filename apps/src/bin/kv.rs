@@ -1,0 +1,113 @@
+//! `kv`: the MICA-like key-value server, attached to a running `nic-emu`
+//! device. Request batches arrive on `--port`; responses go back out of it.
+//! On Ensō, requests are read from RX pipes and responses written into a TX
+//! pipe (one send per batch); on the packetized interface each response
+//! replaces its request in the request's buffer. The same `KvServer` logic
+//! answers on both. Drive it with `kv-client` on a port cabled to this one.
+
+use clap::Parser;
+use enso_apps::cli::{self, CliResult, ServeArgs};
+use enso_apps::kv::{KvServer, ServerConfig, StoreConfig};
+use enso_apps::nic::{EnsoReplyDriver, Interface, PacketizedReplyDriver};
+
+#[derive(Parser)]
+#[command(name = "kv", about = "MICA-like key-value server on the emulated NIC")]
+struct Args {
+    #[command(flatten)]
+    serve: ServeArgs,
+    /// MiB of log in this partition (a power of two).
+    #[arg(long, default_value_t = 64)]
+    log_mb: usize,
+    /// Index buckets of 15 slots (rounded up to a power of two).
+    #[arg(long, default_value_t = 1 << 18)]
+    buckets: usize,
+    /// The partition this server owns.
+    #[arg(long, default_value_t = 0)]
+    partition: u16,
+    /// Partitions in all (clients send partition p to base port + p).
+    #[arg(long, default_value_t = 1)]
+    partitions: u16,
+    /// Compute UDP checksums of responses (off: offloaded, as in the paper).
+    #[arg(long)]
+    udp_checksum: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    cli::main_with("kv", || run(Args::parse()))
+}
+
+fn run(a: Args) -> CliResult<()> {
+    a.serve.check()?;
+    if a.partitions == 0 || a.partition >= a.partitions {
+        return Err(format!(
+            "--partition {} must be below --partitions {}",
+            a.partition, a.partitions
+        )
+        .into());
+    }
+    if a.log_mb == 0 || a.log_mb > 1 << 20 {
+        return Err("--log-mb must be in 1..=1048576".into());
+    }
+    let mut server = KvServer::new(&ServerConfig {
+        store: StoreConfig {
+            log_bytes: a.log_mb << 20,
+            buckets: a.buckets,
+        },
+        partition: a.partition,
+        partitions: a.partitions,
+        udp_checksum: a.udp_checksum,
+    })?;
+    let s = &a.serve;
+    s.connect.pin("kv");
+    let dev = s.connect.open(s.device_options(1))?;
+    let port = s.connect.port;
+    let extra = |k: &KvServer| {
+        let st = k.stats();
+        format!(
+            ", {} requests, {} GET hits of {}",
+            st.requests, st.get_hits, st.gets
+        )
+    };
+    let (served, driver) = match s.interface {
+        Interface::Enso => {
+            let mut d = EnsoReplyDriver::new(dev)?;
+            d.add_fallback_pipes_on(port, s.pipes)?;
+            let r = cli::serve("kv", &s.connect, &mut d, &mut server, extra, |_| {})?;
+            (r, d.stats.clone())
+        }
+        Interface::Packetized => {
+            let mut d = PacketizedReplyDriver::new(dev, s.burst);
+            d.add_rss_queues_on(port, s.pipes)?;
+            let r = cli::serve("kv", &s.connect, &mut d, &mut server, extra, |_| {})?;
+            (r, d.stats.clone())
+        }
+    };
+    let st = server.stats();
+    if s.connect.json {
+        let out = serde_json::json!({
+            "app": "kv",
+            "interface": s.interface,
+            "served": served,
+            "mops": st.requests as f64 / served.seconds / 1e6,
+            "server": st,
+            "store": server.store().stats(),
+            "driver": driver,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "kv ({}): {} request frames in {:.1} s, {} requests ({:.3} Mops), {} GETs ({} hits), {} SETs, {} errors, {} frames dropped",
+            s.interface,
+            st.frames,
+            served.seconds,
+            st.requests,
+            st.requests as f64 / served.seconds / 1e6,
+            st.gets,
+            st.get_hits,
+            st.sets,
+            st.errors,
+            st.drops()
+        );
+    }
+    Ok(())
+}
