@@ -284,6 +284,9 @@ struct Core {
     desc_writeback: u32,
     /// The NIC's buffer for a frame read from a TX descriptor.
     txbuf: Box<[u8]>,
+    /// Posted writes copied out of a queue before they are applied (kept
+    /// here, not on the stack, so no step pays for zeroing it).
+    mmio_batch: Vec<(u32, u32)>,
     pcie: PcieCounters,
     frames: u64,
     trace: Option<Vec<TraceEvent>>,
@@ -362,6 +365,7 @@ impl Engine {
             desc_fetch: cfg.desc_fetch,
             desc_writeback: cfg.desc_writeback,
             txbuf: vec![0u8; layout::desc::BUF_SIZE].into_boxed_slice(),
+            mmio_batch: Vec::with_capacity(MMIO_BUDGET as usize),
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
             trace: None,
@@ -973,28 +977,31 @@ impl Core {
         let prod = q.producer.0.load(Ordering::Acquire);
         let mut cons = app.mmio_consumer;
         // Copy the entries out first: applying one needs the whole core.
-        let mut batch = [(0u32, 0u32); MMIO_BUDGET as usize];
+        let mut batch = std::mem::take(&mut self.mmio_batch);
+        batch.clear();
         let mut n = 0;
-        while cons != prod && n < batch.len() {
+        while cons != prod && n < MMIO_BUDGET as usize {
             let e = &q.entries[cons as usize & (layout::MMIO_QUEUE_LEN - 1)];
             if latency > 0 && e.issued_ns.load(Ordering::Relaxed).saturating_add(latency) > now {
                 break; // still on its way over the interconnect
             }
             let w = e.word.load(Ordering::Relaxed);
-            batch[n] = ((w >> 32) as u32, w as u32);
+            batch.push(((w >> 32) as u32, w as u32));
             cons = cons.wrapping_add(1);
             n += 1;
         }
         if n == 0 {
+            self.mmio_batch = batch;
             return 0;
         }
         // SYNC POINT B (Release): pairs with software's Acquire load of
         // `consumer` before it reuses these entries (they are copied out).
         q.consumer.0.store(cons, Ordering::Release);
         app.mmio_consumer = cons;
-        for &(addr, value) in &batch[..n] {
+        for &(addr, value) in &batch {
             self.apply_register(slot, addr, value);
         }
+        self.mmio_batch = batch;
         n
     }
 
