@@ -108,6 +108,9 @@ pub struct RigConfig {
     /// ([`crate::perf`]) during the measured window.
     #[serde(default)]
     pub perf_counters: bool,
+    /// The generator stamps frames and records round-trip times.
+    #[serde(default)]
+    pub timestamps: bool,
 }
 
 impl RigConfig {
@@ -130,6 +133,7 @@ impl RigConfig {
             tx_ring: 1024,
             app_burst: 32,
             perf_counters: false,
+            timestamps: false,
         }
     }
 
@@ -174,6 +178,7 @@ impl RigConfig {
             verify: VerifyLevel::Sequence,
             burst: self.burst,
             paused: true,
+            timestamps: self.timestamps,
             ..Default::default()
         }
     }
@@ -245,6 +250,15 @@ impl Driver {
         }
     }
 
+    /// Frames the driver dropped so far (the packetized driver drops what
+    /// does not fit a full TX ring, as DPDK applications do).
+    pub fn dropped(&self) -> u64 {
+        match self {
+            Driver::Enso(d) => d.stats.dropped,
+            Driver::Packetized(d) => d.stats.dropped,
+        }
+    }
+
     /// Frame bytes the driver has handled so far.
     pub fn bytes(&self) -> u64 {
         match self {
@@ -278,6 +292,13 @@ const END: u8 = 1;
 /// Everything has drained: return.
 const EXIT: u8 = 2;
 
+/// A drain in which nothing has moved for this long is over.
+const SETTLED: Duration = Duration::from_millis(50);
+
+/// Drop cause for frames the application itself dropped (the packetized
+/// driver when its TX ring is full).
+pub const APP_DROPPED: &str = "app_tx_ring_full";
+
 /// Polls between two looks at the phase flag.
 const PHASE_CHECK: u32 = 32;
 
@@ -296,6 +317,8 @@ struct AppReport {
     error: Option<String>,
     /// Hardware counters over the window, if asked for and available.
     perf: Option<crate::perf::Counts>,
+    /// Frames the application dropped over the whole trial.
+    dropped: u64,
 }
 
 /// Shared between the trial's controller and the application thread.
@@ -303,6 +326,8 @@ struct Control {
     phase: CachePadded<AtomicU8>,
     /// Frames handled so far, published at every phase check.
     frames: CachePadded<AtomicU64>,
+    /// Frames the application dropped so far (same cadence).
+    dropped: CachePadded<AtomicU64>,
     /// Set once the thread is pinned and polling.
     started: CachePadded<AtomicU8>,
     /// Count hardware events in the application thread.
@@ -369,6 +394,7 @@ fn app_loop<H: PacketHandler>(
 ) -> AppReport {
     let preempted = PreemptionCounter::start();
     let bytes0 = driver.bytes();
+    let dropped0 = driver.dropped();
     let mut frames = 0u64;
     let mut report = AppReport {
         pinned,
@@ -406,6 +432,8 @@ fn app_loop<H: PacketHandler>(
         if polls == PHASE_CHECK {
             polls = 0;
             ctl.frames.store(frames, Ordering::Relaxed);
+            ctl.dropped
+                .store(driver.dropped() - dropped0, Ordering::Relaxed);
             let phase = ctl.phase.load(Ordering::Acquire);
             if measuring && phase >= END {
                 measuring = false;
@@ -423,6 +451,7 @@ fn app_loop<H: PacketHandler>(
         }
     }
     ctl.frames.store(frames, Ordering::Relaxed);
+    report.dropped = driver.dropped() - dropped0;
     if measuring {
         if let Some(c) = &counters {
             c.stop();
@@ -482,6 +511,9 @@ pub struct RigTrial {
     pub app_pinned: bool,
     /// The application thread's hardware counters over the window.
     pub app_perf: Option<crate::perf::Counts>,
+    /// Round-trip times the generator measured for frames sent in the
+    /// window (those that came back during the drain included).
+    pub latency: Option<nic_emu::counters::LatencySummary>,
     /// The NIC's counters at the start and the end of the window, for
     /// experiments that need more than the deltas above.
     #[serde(skip)]
@@ -709,6 +741,7 @@ impl Rig {
         let ctl = Arc::new(Control {
             phase: CachePadded::new(AtomicU8::new(RUN)),
             frames: CachePadded::new(AtomicU64::new(0)),
+            dropped: CachePadded::new(AtomicU64::new(0)),
             started: CachePadded::new(AtomicU8::new(0)),
             perf: self.config.perf_counters,
         });
@@ -733,6 +766,7 @@ impl Rig {
         }
         // Release, and read the counters, in one go on the engine thread.
         let (s0, start) = nic.with_engine(|e| {
+            e.reset_generator_latency();
             e.set_generators_paused(false);
             (e.stats(), Instant::now())
         });
@@ -748,17 +782,29 @@ impl Rig {
         let t_drain = Instant::now();
         let mut drained = false;
         let mut s2 = s1.clone();
+        // Progress seen last, and when: a drain that stops moving is over
+        // (what is missing then is lost).
+        let mut last = (u64::MAX, u64::MAX);
+        let mut last_change = Instant::now();
         while t_drain.elapsed() < self.drain_timeout {
             thread::sleep(Duration::from_micros(500));
             s2 = nic.stats();
             let handled = ctl.frames.load(Ordering::Relaxed);
+            let app_dropped = ctl.dropped.load(Ordering::Relaxed);
             let in_pipes = delivered(&s2) - delivered(&s0);
             let in_flight = s2.generator(0).map_or(0, |g| g.in_flight());
-            if handled >= in_pipes && (!echo || in_flight <= s2.total_drops()) {
+            if handled >= in_pipes && (!echo || in_flight <= s2.total_drops() + app_dropped) {
                 drained = true;
                 break;
             }
             if app.is_finished() {
+                break;
+            }
+            let now = (handled, returned(&s2).1);
+            if now != last {
+                last = now;
+                last_change = Instant::now();
+            } else if last_change.elapsed() >= SETTLED {
                 break;
             }
         }
@@ -776,7 +822,10 @@ impl Rig {
         let (sent0, back0, bytes0) = returned(&s0);
         let (sent1, back1, bytes1) = returned(&s1);
         let (sent2, back2, _) = returned(&s2);
-        let drops = delta_drops(&s0, &s2);
+        let mut drops = delta_drops(&s0, &s2);
+        if report.dropped > 0 {
+            drops.insert(APP_DROPPED.to_string(), report.dropped);
+        }
         let total_drops: u64 = drops.values().sum();
         let (packets, bytes) = if echo {
             (back1 - back0, bytes1 - bytes0)
@@ -820,6 +869,7 @@ impl Rig {
             steal_ms: steal.stop(),
             app_pinned: report.pinned,
             app_perf: report.perf,
+            latency: s2.generator(0).and_then(|g| g.latency.clone()),
             stats: Some(Box::new((s0, s1))),
         })
     }
@@ -911,6 +961,7 @@ mod tests {
             steal_ms: 0.0,
             app_pinned: true,
             app_perf: None,
+            latency: None,
             stats: None,
         };
         let tr = t.to_trial();
