@@ -44,6 +44,13 @@ enum Command {
     /// Application-side cache behaviour per interface: hardware counters
     /// where the machine has them, cachegrind on a stepped run otherwise.
     Cache(cli::cache::CacheArgs),
+    /// Echo RTT (p50, p99) against offered load for per-packet, reactive and
+    /// prefetching notifications and the packetized interface, with an
+    /// emulated interconnect latency; zero-loss maximum of each.
+    Latency(cli::latency::LatencyArgs),
+    /// Every experiment, with quick settings (or --full), into one results
+    /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
+    All(cli::all::AllArgs),
     /// The stepped echo run `bench cache` profiles under cachegrind.
     #[command(hide = true)]
     CacheWorker(cli::cache::WorkerArgs),
@@ -127,6 +134,8 @@ fn main() -> ExitCode {
         Command::Pcie(args) => cli::pcie::run(&args),
         Command::Cache(args) => cli::cache::run(&args),
         Command::CacheWorker(args) => cli::cache::worker(&args),
+        Command::Latency(args) => cli::latency::run(&args),
+        Command::All(args) => cli::all::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -272,6 +272,40 @@ pub(crate) fn table(r: &CacheReport) -> Table {
     t
 }
 
+pub(crate) fn print(r: &CacheReport) {
+    println!("{}", r.method);
+    print!("{}", text_table(&table(r)));
+    for x in &r.results {
+        if !x.app_top_functions.is_empty() {
+            println!(
+                "{} application functions (instructions, D1 misses per packet):",
+                x.interface
+            );
+            for f in &x.app_top_functions {
+                println!(
+                    "  {:>7.1} {:>7.4}  {}",
+                    f.instructions_per_pkt, f.d1_misses_per_pkt, f.function
+                );
+            }
+        }
+    }
+    if let Some(ra) = &r.ratios {
+        println!(
+            "Ensō / packetized (application): instructions {:.3}x, D1 misses {:.3}x{}",
+            ra.app_instructions,
+            ra.app_d1_misses,
+            ra.app_ll_misses
+                .map_or_else(String::new, |l| format!(", LL misses {l:.3}x"))
+        );
+    }
+    for t in &r.targets {
+        println!("target: {t}");
+    }
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+}
+
 pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
     let steps = 2 * args.interface.interfaces().len() as u64;
     let mut progress = Progress::new("cache", steps, args.common.json);
@@ -280,37 +314,7 @@ pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
     if args.common.json {
         print_json(&r)?;
     } else {
-        println!("{}", r.method);
-        print!("{}", text_table(&table(&r)));
-        for x in &r.results {
-            if !x.app_top_functions.is_empty() {
-                println!(
-                    "{} application functions (instructions, D1 misses per packet):",
-                    x.interface
-                );
-                for f in &x.app_top_functions {
-                    println!(
-                        "  {:>7.1} {:>7.4}  {}",
-                        f.instructions_per_pkt, f.d1_misses_per_pkt, f.function
-                    );
-                }
-            }
-        }
-        if let Some(ra) = &r.ratios {
-            println!(
-                "Ensō / packetized (application): instructions {:.3}x, D1 misses {:.3}x{}",
-                ra.app_instructions,
-                ra.app_d1_misses,
-                ra.app_ll_misses
-                    .map_or_else(String::new, |l| format!(", LL misses {l:.3}x"))
-            );
-        }
-        for t in &r.targets {
-            println!("target: {t}");
-        }
-        for n in &r.notes {
-            eprintln!("note: {n}");
-        }
+        print(&r);
     }
     if let Some(dir) = super::results_dir("cache", args.save, &args.out)? {
         save(&dir, args, &r).map_err(|e| e.to_string())?;

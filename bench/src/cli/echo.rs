@@ -173,7 +173,45 @@ pub(crate) fn placement_line(p: &Placement, reference: bool) -> String {
     s
 }
 
-pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
+/// What a run measured.
+pub(crate) struct Outcome {
+    pub(crate) placement: Placement,
+    pub(crate) runs: Vec<EchoRun>,
+    pub(crate) sizes: Vec<usize>,
+}
+
+impl Outcome {
+    fn all(&self) -> Vec<&EchoSummary> {
+        self.runs.iter().flat_map(|r| r.summaries.iter()).collect()
+    }
+
+    /// The interfaces' summaries (the reference is in their fields): one
+    /// object for one interface at one size, else an array.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        let measured: Vec<&EchoSummary> = self
+            .all()
+            .into_iter()
+            .filter(|s| s.interface != REFERENCE)
+            .collect();
+        if measured.len() == 1 {
+            serde_json::to_value(measured[0])
+        } else {
+            serde_json::to_value(&measured)
+        }
+        .unwrap_or_default()
+    }
+
+    /// Trials that shared their cores, and trials in all.
+    pub(crate) fn contention(&self) -> (usize, usize) {
+        let all = self.all();
+        (
+            all.iter().map(|s| s.contended_trials).sum(),
+            all.iter().map(|s| s.trials).sum(),
+        )
+    }
+}
+
+pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
     let placement = args.common.placement()?;
     let sizes = match &args.sizes {
         Some(s) => super::parse_sizes(s)?,
@@ -223,47 +261,49 @@ pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
         runs.push(echo::run(plan, &placement, &mut progress)?);
     }
     progress.finish();
-    let all: Vec<&EchoSummary> = runs.iter().flat_map(|r| r.summaries.iter()).collect();
-    let measured: Vec<&EchoSummary> = all
-        .iter()
-        .copied()
-        .filter(|s| s.interface != REFERENCE)
-        .collect();
-    if json {
-        if measured.len() == 1 {
-            print_json(measured[0])?;
-        } else {
-            print_json(&measured)?;
-        }
-    } else {
-        let owned: Vec<EchoSummary> = all.iter().map(|s| (*s).clone()).collect();
-        println!("{}", placement_line(&placement, !args.no_reference));
-        for r in &runs {
-            if let (Some(m), Some((lo, hi))) = (r.report.probe_median_ns, r.report.probe_range_ns) {
-                let size = r.summaries.first().map_or(0, |s| s.pkt_size);
-                println!(
-                    "probe at {size} B: cross-core round trip median {m:.0} ns ({lo:.0}..{hi:.0})"
-                );
-            }
-        }
-        print!("{}", text_table(&echo::table(&owned)));
-        for line in echo::interpretation(&owned) {
-            println!("{line}");
-        }
-        let contended: usize = all.iter().map(|s| s.contended_trials).sum();
-        let trials: usize = all.iter().map(|s| s.trials).sum();
-        if contended > 0 {
+    Ok(Outcome {
+        placement,
+        runs,
+        sizes,
+    })
+}
+
+pub(crate) fn print(args: &EchoArgs, o: &Outcome) {
+    let owned: Vec<EchoSummary> = o.all().into_iter().cloned().collect();
+    println!("{}", placement_line(&o.placement, !args.no_reference));
+    for r in &o.runs {
+        if let (Some(m), Some((lo, hi))) = (r.report.probe_median_ns, r.report.probe_range_ns) {
+            let size = r.summaries.first().map_or(0, |s| s.pkt_size);
             println!(
-                "contended: {contended} of {trials} trials shared their cores with other work \
-                 (rates are low in those trials; ratios are per round)"
+                "probe at {size} B: cross-core round trip median {m:.0} ns ({lo:.0}..{hi:.0})"
             );
-        } else {
-            println!("contended: no ({trials} trials had their cores to themselves)");
         }
     }
+    print!("{}", text_table(&echo::table(&owned)));
+    for line in echo::interpretation(&owned) {
+        println!("{line}");
+    }
+    let (contended, trials) = o.contention();
+    if contended > 0 {
+        println!(
+            "contended: {contended} of {trials} trials shared their cores with other work \
+             (rates are low in those trials; ratios are per round)"
+        );
+    } else {
+        println!("contended: no ({trials} trials had their cores to themselves)");
+    }
+}
+
+pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
+    let o = measure(args)?;
+    if args.common.json {
+        print_json(&o.json())?;
+    } else {
+        print(args, &o);
+    }
     if let Some(dir) = super::results_dir("echo", args.save, &args.out)? {
-        save(&dir, args, &placement, &runs, &sizes).map_err(|e| e.to_string())?;
-        if !json {
+        save(&dir, args, &o).map_err(|e| e.to_string())?;
+        if !args.common.json {
             eprintln!("results: {}", dir.path().display());
         }
     }
@@ -311,13 +351,12 @@ pub(crate) fn text_table(t: &Table) -> String {
     s
 }
 
-fn save(
+pub(crate) fn save(
     dir: &ResultsDir,
     args: &EchoArgs,
-    placement: &Placement,
-    runs: &[EchoRun],
-    sizes: &[usize],
+    o: &Outcome,
 ) -> Result<(), bench::results::ResultsError> {
+    let (placement, runs, sizes) = (&o.placement, &o.runs, &o.sizes);
     dir.write_config(args)?;
     dir.write_json("echo.json", runs)?;
     let all: Vec<EchoSummary> = runs

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use bench::frames;
 use bench::results::ResultsDir;
 
+pub(crate) mod all;
 pub(crate) mod cache;
 pub(crate) mod echo;
+pub(crate) mod latency;
 pub(crate) mod pcie;
 
 /// Where a run's results go: nowhere, a fresh `results/<experiment>-<time>/`
@@ -48,6 +50,25 @@ pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
     Ok(v)
 }
 
+/// Parses a comma-separated list of numbers (loads, percentages).
+pub(crate) fn parse_list(text: &str, what: &str) -> Result<Vec<f64>, String> {
+    let v: Vec<f64> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("{what} {p:?} is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err(format!("no {what} given"));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +79,15 @@ mod tests {
         assert!(parse_sizes("60").is_err());
         assert!(parse_sizes("64,x").is_err());
         assert!(parse_sizes(",").is_err());
+    }
+
+    #[test]
+    fn lists_of_numbers() {
+        assert_eq!(
+            parse_list("1, 10,99.5", "load").unwrap(),
+            vec![1.0, 10.0, 99.5]
+        );
+        assert!(parse_list("1,nan", "load").is_err());
+        assert!(parse_list("", "load").is_err());
     }
 }

@@ -158,6 +158,18 @@ register writes. The model is pcie-model's closed form, given the measured packe
 notification (Ensō) or our driver's parameters (packetized: 16 B descriptors, write-back and \
 fetch batching of the device, thresholds 32). Rates are min(PCIe Gen3 x16, 100 GbE).";
 
+pub(crate) fn print(results: &[PcieResult]) {
+    println!("{METHOD}");
+    print!("{}", text_table(&table(results)));
+    println!("paper's reference configurations on PCIe Gen3 x16 + 100 GbE (model):");
+    print!("{}", text_table(&reference_table(results)));
+    for (line, _) in pcie::targets(results) {
+        println!("target: {line}");
+    }
+    let drops: u64 = results.iter().map(|r| r.drops).sum();
+    println!("drops: {drops}; contended: not applicable (single-threaded, deterministic)");
+}
+
 pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
     let sizes = super::parse_sizes(&args.sizes)?;
     let n = sizes.len() * args.interface.interfaces().len();
@@ -167,15 +179,7 @@ pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
     if args.json {
         print_json(&results)?;
     } else {
-        println!("{METHOD}");
-        print!("{}", text_table(&table(&results)));
-        println!("paper's reference configurations on PCIe Gen3 x16 + 100 GbE (model):");
-        print!("{}", text_table(&reference_table(&results)));
-        for (line, _) in pcie::targets(&results) {
-            println!("target: {line}");
-        }
-        let drops: u64 = results.iter().map(|r| r.drops).sum();
-        println!("drops: {drops}; contended: not applicable (single-threaded, deterministic)");
+        print(&results);
     }
     if let Some(dir) = super::results_dir("pcie", args.save, &args.out)? {
         save(&dir, args, &results).map_err(|e| e.to_string())?;

@@ -1,0 +1,238 @@
+//! `bench all`: every experiment, quickly, into one results directory.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+use serde::Serialize;
+
+use bench::results::ResultsDir;
+
+use super::{cache, echo, latency, pcie};
+use crate::{print_json, Common};
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct AllArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Each experiment's default (longer) settings instead of the quick
+    /// ones.
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Write under results/all-<time>/ (the default without --out).
+    #[arg(long)]
+    pub(crate) save: bool,
+    /// Write the results here: one subdirectory per experiment and an
+    /// index (summary.md).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// Parses an experiment's arguments from words, with its own defaults.
+fn parse<T: Args>(words: &[String]) -> Result<T, String> {
+    #[derive(Parser)]
+    struct Wrap<T: Args> {
+        #[command(flatten)]
+        inner: T,
+    }
+    Wrap::<T>::try_parse_from(std::iter::once("bench".to_string()).chain(words.iter().cloned()))
+        .map(|w| w.inner)
+        .map_err(|e| e.to_string())
+}
+
+/// The argument words of one experiment.
+fn words(common: &Common, out: &std::path::Path, name: &str, extra: &[&str]) -> Vec<String> {
+    let mut w: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    if let Some(c) = &common.cores {
+        w.push("--cores".into());
+        w.push(c.clone());
+    }
+    if common.json {
+        w.push("--json".into());
+    }
+    w.push("--out".into());
+    w.push(out.join(name).display().to_string());
+    w
+}
+
+/// The quick settings (`--full` drops them).
+const QUICK_ECHO: &[&str] = &[
+    "--sizes",
+    "64,128,256,512,1024,1518",
+    "--duration-ms",
+    "800",
+    "--trial-ms",
+    "80",
+];
+const QUICK_RX: &[&str] = &["--mode", "rx", "--duration-ms", "800", "--trial-ms", "80"];
+const QUICK_LATENCY: &[&str] = &[
+    "--trial-ms",
+    "100",
+    "--search-trial-ms",
+    "80",
+    "--warmup-ms",
+    "20",
+    "--precision",
+    "0.05",
+    "--attempts",
+    "1",
+];
+
+#[derive(Serialize, Default)]
+struct AllJson {
+    echo: Option<serde_json::Value>,
+    echo_rx: Option<serde_json::Value>,
+    pcie: Option<serde_json::Value>,
+    cache: Option<serde_json::Value>,
+    latency: Option<serde_json::Value>,
+    errors: std::collections::BTreeMap<String, String>,
+    results: String,
+}
+
+pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
+    let dir = match &args.out {
+        Some(p) => ResultsDir::at("all", p.clone()),
+        None => ResultsDir::create("all", None),
+    }
+    .map_err(|e| e.to_string())?;
+    dir.write_config(args).map_err(|e| e.to_string())?;
+    let root = dir.path().to_path_buf();
+    let quick = |q: &'static [&'static str]| if args.full { &[][..] } else { q };
+    let json = args.common.json;
+    let mut out = AllJson {
+        results: root.display().to_string(),
+        ..Default::default()
+    };
+    let mut index = String::from("# All experiments\n\n");
+    let mut note = |name: &str, r: Result<(), String>, out: &mut AllJson| {
+        match r {
+            Ok(()) => {
+                let summary =
+                    std::fs::read_to_string(root.join(name).join("summary.md")).unwrap_or_default();
+                index.push_str(&format!("## {name} (`{name}/`)\n\n"));
+                // Demote the experiment's own headings under this one.
+                for line in summary.lines() {
+                    if line.starts_with('#') {
+                        index.push('#');
+                    }
+                    index.push_str(line);
+                    index.push('\n');
+                }
+                index.push('\n');
+            }
+            Err(e) => {
+                if !json {
+                    eprintln!("bench all: {name} failed: {e}");
+                }
+                index.push_str(&format!("## {name}\n\nFailed: {e}\n\n"));
+                out.errors.insert(name.to_string(), e);
+            }
+        }
+    };
+
+    let a: echo::EchoArgs = parse(&words(&args.common, &root, "echo", quick(QUICK_ECHO)))?;
+    let r = echo::measure(&a).and_then(|o| {
+        if !json {
+            echo::print(&a, &o);
+        }
+        out.echo = Some(o.json());
+        let d = ResultsDir::at("echo", root.join("echo")).map_err(|e| e.to_string())?;
+        echo::save(&d, &a, &o).map_err(|e| e.to_string())
+    });
+    note("echo", r, &mut out);
+
+    let a: echo::EchoArgs = parse(&words(&args.common, &root, "echo-rx", quick(QUICK_RX)))?;
+    let r = echo::measure(&a).and_then(|o| {
+        if !json {
+            echo::print(&a, &o);
+        }
+        out.echo_rx = Some(o.json());
+        let d = ResultsDir::at("echo", root.join("echo-rx")).map_err(|e| e.to_string())?;
+        echo::save(&d, &a, &o).map_err(|e| e.to_string())
+    });
+    note("echo-rx", r, &mut out);
+
+    let mut w = words(&args.common, &root, "pcie", &[]);
+    // pcie has no --cores (it is single-threaded).
+    if let Some(i) = w.iter().position(|x| x == "--cores") {
+        w.drain(i..i + 2);
+    }
+    let a: pcie::PcieArgs = parse(&w)?;
+    let mut progress = bench::progress::Progress::hidden();
+    let r = pcie::measure_all(&a, &mut progress).and_then(|res| {
+        if !json {
+            pcie::print(&res);
+        }
+        out.pcie = serde_json::to_value(&res).ok();
+        let d = ResultsDir::at("pcie", root.join("pcie")).map_err(|e| e.to_string())?;
+        pcie::save(&d, &a, &res).map_err(|e| e.to_string())
+    });
+    note("pcie", r, &mut out);
+
+    let a: cache::CacheArgs = parse(&words(&args.common, &root, "cache", &[]))?;
+    let r = cache::measure(&a, &mut bench::progress::Progress::hidden()).and_then(|rep| {
+        if !json {
+            cache::print(&rep);
+        }
+        out.cache = serde_json::to_value(&rep).ok();
+        let d = ResultsDir::at("cache", root.join("cache")).map_err(|e| e.to_string())?;
+        cache::save(&d, &a, &rep).map_err(|e| e.to_string())
+    });
+    note("cache", r, &mut out);
+
+    let a: latency::LatencyArgs =
+        parse(&words(&args.common, &root, "latency", quick(QUICK_LATENCY)))?;
+    let r = latency::measure(&a).and_then(|o| {
+        if !json {
+            latency::print(&o);
+        }
+        out.latency = serde_json::to_value(&o.results).ok();
+        let d = ResultsDir::at("latency", root.join("latency")).map_err(|e| e.to_string())?;
+        latency::save(&d, &a, &o).map_err(|e| e.to_string())
+    });
+    note("latency", r, &mut out);
+
+    dir.write_summary(&index).map_err(|e| e.to_string())?;
+    if json {
+        print_json(&out)?;
+    } else {
+        eprintln!("results: {}", root.display());
+    }
+    if out.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} experiment(s) failed: {}",
+            out.errors.len(),
+            out.errors.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiment_arguments_parse_with_their_defaults() {
+        let common = Common {
+            cores: Some("0,1".into()),
+            json: true,
+        };
+        let root = std::path::Path::new("/tmp/x");
+        let a: echo::EchoArgs = parse(&words(&common, root, "echo", QUICK_ECHO)).unwrap();
+        assert_eq!(a.trial_ms, 80);
+        assert_eq!(a.pipes, 2, "the default");
+        assert!(a.common.json);
+        assert_eq!(a.out.as_deref(), Some(std::path::Path::new("/tmp/x/echo")));
+        let l: latency::LatencyArgs =
+            parse(&words(&common, root, "latency", QUICK_LATENCY)).unwrap();
+        assert_eq!(l.attempts, 1);
+        assert_eq!(l.interconnect_latency_ns, 400);
+        let c: cache::CacheArgs = parse(&words(&common, root, "cache", &[])).unwrap();
+        assert_eq!(c.size, 64);
+        assert!(
+            parse::<pcie::PcieArgs>(&words(&common, root, "pcie", &[])).is_err(),
+            "pcie takes no --cores: the caller removes it"
+        );
+    }
+}
