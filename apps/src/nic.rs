@@ -192,6 +192,7 @@ pub struct EnsoReplyDriver {
     tx: TxPipe,
     ports: HashMap<RxPipe, u32>,
     staging: Box<[u8]>,
+    credits: u32,
 }
 
 impl EnsoReplyDriver {
@@ -202,12 +203,17 @@ impl EnsoReplyDriver {
         let staging = STAGING_BYTES
             .min(dev.options().tx_pipe_size)
             .max(MAX_STREAM_FRAME);
+        let credits = dev
+            .options()
+            .tx_credits
+            .min(dev.info().notif_ring_entries.saturating_sub(1));
         Ok(Self {
             dev,
             stats: DriverStats::default(),
             tx,
             ports: HashMap::new(),
             staging: vec![0u8; staging].into_boxed_slice(),
+            credits,
         })
     }
 
@@ -234,21 +240,32 @@ impl EnsoReplyDriver {
         self.tx
     }
 
-    /// Answers the requests of one pipe with data, if any (as many as the
-    /// staging buffer holds responses for; the rest stays for the next
-    /// poll). Returns the requests handled.
+    /// Answers the requests of one pipe with data, if any: as many as
+    /// there is room for responses (in the staging buffer and, without
+    /// waiting, in the TX pipe); the rest stays for the next poll. Returns
+    /// the requests handled.
     pub fn poll<H: ReplyHandler + ?Sized>(&mut self, h: &mut H) -> Result<usize, DriverError> {
         let Some(p) = self.dev.next_pipe_with_data()? else {
             self.dev.reap_completions()?;
             return Ok(0);
         };
+        // Answer only as many requests as the TX pipe and the TX credits
+        // take now: never wait on the NIC with requests in hand.
+        if self.dev.tx_in_flight() + 2 > self.credits {
+            self.dev.reap_completions()?;
+            return Ok(0);
+        }
+        let room = self.dev.tx_space(self.tx)?.min(self.staging.len());
+        if room < MAX_STREAM_FRAME {
+            return Ok(0);
+        }
         let port = self.ports.get(&p).copied().unwrap_or(0);
         let (mut frames, mut used, mut out) = (0usize, 0usize, 0usize);
         let (total, err) = {
             let batch = self.dev.recv(p)?;
             let base = batch.bytes().as_ptr() as usize;
             let mut it = batch.packets();
-            while out + MAX_STREAM_FRAME <= self.staging.len() {
+            while out + MAX_STREAM_FRAME <= room {
                 let Some(req) = it.next() else { break };
                 frames += 1;
                 self.stats.bytes += req.len() as u64;
@@ -404,5 +421,36 @@ impl<H: ReplyHandler + ?Sized> AppDriver<H> for PacketizedReplyDriver {
     }
     fn device(&self) -> &Device {
         &self.dev
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nic_emu::testframe::{FrameKind, TestFrames};
+
+    #[test]
+    fn frames_are_laid_out_as_a_tx_stream_expects() {
+        let tf = TestFrames::new(1, 0);
+        for (kind, len) in [
+            (FrameKind::Ipv4Udp, 60),
+            (FrameKind::Ipv4Udp, 1500),
+            (FrameKind::Ipv6Udp, 200),
+            (FrameKind::Raw, 100),
+            (FrameKind::Raw, MAX_FRAME_LEN),
+        ] {
+            let mut f = [0u8; MAX_FRAME_LEN];
+            let n = tf.build(kind, 3, 0, len, &mut f);
+            let mut slot = [0u8; MAX_STREAM_FRAME];
+            slot[..n].copy_from_slice(&f[..n]);
+            let used = place_in_stream(&mut slot, n).unwrap();
+            assert_eq!(used % FLIT, 0);
+            assert_eq!(used, enso::batch::stream_len(&f[..n]).unwrap());
+            // What the NIC reads back is the frame.
+            let d = wire::delimit(&slot[..used]).unwrap();
+            assert_eq!(&slot[d.start..d.start + d.len], &f[..n], "{kind:?} {len}");
+        }
+        let mut junk = [0u8; MAX_STREAM_FRAME];
+        assert!(place_in_stream(&mut junk, 5).is_err());
     }
 }

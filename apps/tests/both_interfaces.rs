@@ -524,3 +524,95 @@ fn log_monitor_matches_the_same_lines_on_every_path() {
         assert_eq!(logmon_run(path, &text), want, "{path:?}");
     }
 }
+
+// ------------------------------------------------- Replies larger than requests
+
+/// Answers request `i` (a UDP payload holding `i`) with a response of 700 +
+/// (i % 500) payload bytes, and drops every fifth request.
+struct Amplifier;
+
+impl enso_apps::nic::ReplyHandler for Amplifier {
+    fn reply(&mut self, request: &[u8], response: &mut [u8]) -> Option<usize> {
+        let d = packet::UdpDatagram::parse(request).ok()?;
+        let i = u64::from_le_bytes(d.payload.get(..8)?.try_into().ok()?);
+        if i % 5 == 4 {
+            return None;
+        }
+        let mut payload = [0u8; 1300];
+        let n = 700 + (i % 500) as usize;
+        payload[..8].copy_from_slice(&i.to_le_bytes());
+        payload[8..n].fill(i as u8);
+        packet::emit_udp_frame(response, &d.endpoints.reversed(), &payload[..n]).ok()
+    }
+}
+
+fn amplifier_run(iface: Interface) -> Vec<u64> {
+    const N: u64 = 2000;
+    let (mut e, _dir) = cabled(&format!("amplifier-{iface}"));
+    let mut c = client(&mut e, true);
+    let ep = Endpoints {
+        src_mac: MacAddr([2, 0, 0, 0, 6, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 6, 2]),
+        src_ip: Ipv4Addr::new(10, 0, 6, 1),
+        dst_ip: Ipv4Addr::new(10, 0, 6, 2),
+        src_port: 7000,
+        dst_port: 7001,
+    };
+    let mut next = 0u64;
+    let mut got = Vec::new();
+    let mut client_step = |c: &mut PipeClient| {
+        let room = (N - next).min(32);
+        c.send_with(room as usize, |b| {
+            let n = packet::emit_udp_frame(b, &ep, &next.to_le_bytes());
+            next += 1;
+            n.map(Some)
+        })
+        .unwrap();
+        c.recv_with(|f| {
+            let d = packet::UdpDatagram::parse(f).unwrap();
+            let i = u64::from_le_bytes(d.payload[..8].try_into().unwrap());
+            assert_eq!(d.payload.len(), 700 + (i % 500) as usize);
+            assert!(d.payload[8..].iter().all(|&b| b == i as u8));
+            got.push(i);
+        })
+        .unwrap();
+        next == N && got.len() as u64 == N - N / 5
+    };
+    let stats = match iface {
+        Interface::Enso => {
+            // The smallest TX pipe: two responses per poll at most, so
+            // batches are answered over several polls.
+            let o = DeviceOptions {
+                tx_pipe_size: 4096,
+                ..enso_opts(1)
+            };
+            let mut d = EnsoReplyDriver::new(Device::attach_engine(&mut e, o).unwrap()).unwrap();
+            d.add_fallback_pipes_on(0, 1).unwrap();
+            run(&mut e, &mut d, &mut Amplifier, || client_step(&mut c));
+            d.stats.clone()
+        }
+        Interface::Packetized => {
+            let mut d =
+                PacketizedReplyDriver::new(Device::attach_engine(&mut e, pkt_opts(1)).unwrap(), 32);
+            d.add_rss_queues_on(0, 1).unwrap();
+            run(&mut e, &mut d, &mut Amplifier, || client_step(&mut c));
+            d.dev.tx_reclaim_all();
+            let (free, total) = d.dev.pool_usage();
+            assert_eq!(free + d.dev.buffers_in_rings(), total, "no buffer leaked");
+            d.stats.clone()
+        }
+    };
+    assert_no_drops(&e.stats());
+    assert_eq!(
+        (stats.frames, stats.forwarded, stats.dropped),
+        (2000, 1600, 400)
+    );
+    got
+}
+
+#[test]
+fn responses_larger_than_requests_on_both_interfaces() {
+    let enso = amplifier_run(Interface::Enso);
+    assert_eq!(enso, (0..2000).filter(|i| i % 5 != 4).collect::<Vec<u64>>());
+    assert_eq!(enso, amplifier_run(Interface::Packetized));
+}
