@@ -132,7 +132,9 @@ pub struct TrialOptions {
     pub frame_size: usize,
     /// Generator flows (Maglev: 16 is the paper's "cached" workload).
     pub flows: u32,
-    /// Maglev: frames in flight at most between generator and NIC.
+    /// Maglev: frames in flight at most between generator and NIC (capped,
+    /// on both interfaces alike, at what the packetized RX rings hold:
+    /// `pipes` x 992).
     pub generator_window: u64,
     /// Maglev backends.
     pub maglev_backends: usize,
@@ -312,7 +314,7 @@ fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceC
             flows: opts.flows.max(1),
             verify: VerifyLevel::Sequence,
             paused: true,
-            max_in_flight: (app == AppKind::Maglev).then_some(opts.generator_window.max(1)),
+            max_in_flight: (app == AppKind::Maglev).then_some(generator_window(opts)),
             ..Default::default()
         }),
         AppKind::Kv | AppKind::Logmon => WireConfig::Cable {
@@ -335,6 +337,17 @@ fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceC
     cfg
 }
 
+/// Descriptor ring entries of the packetized trials.
+const RING: u32 = 1024;
+
+/// Maglev's in-flight window, the same on both interfaces: at most what the
+/// packetized RX rings can hold posted (a ring keeps one refill block of 32
+/// unposted), so neither interface drops for want of room.
+fn generator_window(opts: &TrialOptions) -> u64 {
+    let posted = u64::from(opts.pipes.max(1)) * u64::from(RING - enso::packetized::RX_FREE_THRESH);
+    opts.generator_window.clamp(1, posted)
+}
+
 fn app_options(iface: Interface, pipes: u32, tx_pipe: bool) -> DeviceOptions {
     match iface {
         Interface::Enso => DeviceOptions {
@@ -346,9 +359,9 @@ fn app_options(iface: Interface, pipes: u32, tx_pipe: bool) -> DeviceOptions {
             pipes: 0,
             tx_pipes: 0,
             queues: pipes,
-            rx_ring: 1024,
-            tx_ring: 1024,
-            pool_buffers: pipes * 4096,
+            rx_ring: RING,
+            tx_ring: RING,
+            pool_buffers: pipes * 4 * RING,
             ..Default::default()
         },
     }

@@ -1,12 +1,16 @@
-//! Application logic for the Ensō experiments, independent of the NIC.
+//! The applications of the Ensō experiments: their logic, independent of
+//! the NIC, and the code that runs it on either NIC interface.
 //!
 //! The paper evaluates four applications on both NIC interfaces (FACTS.md
 //! §5): the Maglev load balancer, NitroSketch telemetry, a MICA-like
 //! key-value store and a log monitor. For the comparison to be fair their
 //! processing logic must be the same on both sides; only the code that
-//! receives and sends changes. This crate is that shared logic. It knows
-//! nothing about pipes, descriptors or the emulated NIC: every entry point
-//! takes bytes and says what to do with them.
+//! receives and sends changes. The application modules are that shared
+//! logic and know nothing about pipes, descriptors or the emulated NIC:
+//! every entry point takes bytes and says what to do with them. [`nic`]
+//! runs them on the emulated NIC (Ensō pipes or descriptor queues),
+//! [`load`] sends them traffic through TX pipes, [`bench_api`] runs
+//! threaded throughput trials, and [`cli`] is what the binaries share.
 //!
 //! # Entry points
 //!
@@ -38,6 +42,20 @@
 //!   system the paper used.
 //! * [`hash`], [`zipf`]: seeded hashing and an exact Zipf sampler shared by
 //!   the applications and their workloads.
+//! * [`nic`]: the drivers (`PacketHandler` ones come from `enso`; reply and
+//!   stream drivers are here) and the [`nic::AppDriver`] trait over all.
+//! * [`load`]: TX-pipe clients: the KV workload with latency, a log source.
+//! * [`bench_api`]: [`bench_api::run_trial`], one application on one
+//!   interface for a short threaded trial.
+//! * [`cli`]: flags, device opening and the serving loop of the binaries.
+//!
+//! # Binaries
+//!
+//! `maglev`, `telemetry`, `kv`, `logmon` serve a port of a running
+//! `nic-emu` device on either interface (`--interface enso|packetized`);
+//! `kv-client` and `log-client` send their traffic from another port;
+//! `app-trial` runs [`bench_api::run_trial`] in process; `echo` and
+//! `enso-demo` are the echo server and the demonstration.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
