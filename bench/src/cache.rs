@@ -388,7 +388,16 @@ pub struct Ratios {
     pub app_d1_misses: f64,
     /// Last-level misses per packet.
     pub app_ll_misses: Option<f64>,
+    /// D1 misses per packet beyond one per packet on the frame itself: the
+    /// echo touches only a frame's first line (headers and echo byte), which
+    /// the NIC has just written, so both interfaces miss it once per
+    /// packet; the rest is the interface's own (rings, buffers,
+    /// bookkeeping). `None` if either has less than one miss per packet.
+    pub app_d1_misses_beyond_frame: Option<f64>,
 }
+
+/// Lines of each frame the echo touches (its first: headers, echo byte).
+pub const FRAME_LINES_PER_PKT: f64 = 1.0;
 
 /// The ratios, if both interfaces were measured.
 pub fn ratios(results: &[CacheResult]) -> Option<Ratios> {
@@ -398,10 +407,15 @@ pub fn ratios(results: &[CacheResult]) -> Option<Ratios> {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
     };
+    let beyond = |x: f64| x - FRAME_LINES_PER_PKT;
+    let beyond_frame = (e.app_d1_misses_per_pkt >= FRAME_LINES_PER_PKT
+        && p.app_d1_misses_per_pkt > FRAME_LINES_PER_PKT)
+        .then(|| beyond(e.app_d1_misses_per_pkt) / beyond(p.app_d1_misses_per_pkt));
     Some(Ratios {
         app_instructions: e.app_instructions_per_pkt / p.app_instructions_per_pkt,
         app_d1_misses: e.app_d1_misses_per_pkt / p.app_d1_misses_per_pkt,
         app_ll_misses: ll,
+        app_d1_misses_beyond_frame: beyond_frame,
     })
 }
 
@@ -409,10 +423,15 @@ pub fn ratios(results: &[CacheResult]) -> Option<Ratios> {
 pub fn targets(r: &Ratios) -> Vec<(String, bool)> {
     let d1 = r.app_d1_misses <= D1_RATIO_TARGET;
     let ir = r.app_instructions <= INSTRUCTIONS_RATIO_TARGET;
+    let beyond = r.app_d1_misses_beyond_frame.map_or_else(String::new, |b| {
+        format!(
+            "; beyond the one miss per packet on the frame the NIC wrote, which both take: {b:.3}"
+        )
+    });
     vec![
         (
             format!(
-                "Ensō/packetized application D1 misses per packet {:.3} (target <= {D1_RATIO_TARGET}): {}",
+                "Ensō/packetized application D1 misses per packet {:.3} (target <= {D1_RATIO_TARGET}): {}{beyond}",
                 r.app_d1_misses,
                 if d1 { "met" } else { "NOT met" }
             ),
@@ -875,6 +894,7 @@ summary: 1730 4 1 457 43 4 327 31 3
             r.app_top_functions[0].function,
             "enso::app::EnsoDriver::poll"
         );
+        let r0 = r.clone();
         let mut pk = r.clone();
         pk.interface = "packetized".into();
         pk.app_instructions_per_pkt = 4.6;
@@ -883,5 +903,17 @@ summary: 1730 4 1 457 43 4 327 31 3
         assert!((ra.app_instructions - 0.5).abs() < 1e-9);
         assert!((ra.app_d1_misses - 0.25).abs() < 1e-9);
         assert!(targets(&ra).iter().all(|t| t.1));
+        assert_eq!(
+            ra.app_d1_misses_beyond_frame, None,
+            "under a miss per packet"
+        );
+        let big = |n: &str, d1: f64| CacheResult {
+            interface: n.into(),
+            app_d1_misses_per_pkt: d1,
+            ..r0.clone()
+        };
+        let rb = ratios(&[big("enso", 1.1), big("packetized", 1.8)]).unwrap();
+        assert!((rb.app_d1_misses_beyond_frame.unwrap() - 0.125).abs() < 1e-9);
+        assert!(targets(&rb)[0].0.contains("which both take: 0.125"));
     }
 }

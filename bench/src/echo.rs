@@ -472,6 +472,17 @@ pub fn interpretation(summaries: &[EchoSummary]) -> Vec<String> {
                 s.app_ns_per_pkt,
                 s.nic_busy * 100.0
             ),
+            _ if s.contended => format!(
+                "{} at {} B: neither side was busy most of the time (NIC {:.0}%, application \
+                 {:.0}%), but {} of {} trials shared their cores with other work, which idles \
+                 both sides too: no conclusion on the limit from this run.",
+                s.interface,
+                s.pkt_size,
+                s.nic_busy * 100.0,
+                s.app_busy * 100.0,
+                s.contended_trials,
+                s.trials
+            ),
             _ => format!(
                 "{} at {} B: neither side was busy most of the time (NIC {:.0}%, application \
                  {:.0}%): the rate is bound by latency (the in-flight window, batching, the \

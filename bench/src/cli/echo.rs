@@ -185,18 +185,28 @@ impl Outcome {
         self.runs.iter().flat_map(|r| r.summaries.iter()).collect()
     }
 
-    /// The interfaces' summaries (the reference is in their fields): one
-    /// object for one interface at one size, else an array.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let measured: Vec<&EchoSummary> = self
-            .all()
+    /// The interfaces' summaries (the reference is in their fields).
+    fn measured(&self) -> Vec<&EchoSummary> {
+        self.all()
             .into_iter()
             .filter(|s| s.interface != REFERENCE)
-            .collect();
-        if measured.len() == 1 {
-            serde_json::to_value(measured[0])
-        } else {
-            serde_json::to_value(&measured)
+            .collect()
+    }
+
+    /// Prints the interfaces' summaries: one object for one interface at
+    /// one size, else an array (fields in declaration order).
+    pub(crate) fn print_json(&self) -> Result<(), String> {
+        match self.measured().as_slice() {
+            [one] => print_json(one),
+            many => print_json(&many),
+        }
+    }
+
+    /// The same as a JSON value (for `bench all`).
+    pub(crate) fn json(&self) -> serde_json::Value {
+        match self.measured().as_slice() {
+            [one] => serde_json::to_value(one),
+            many => serde_json::to_value(many),
         }
         .unwrap_or_default()
     }
@@ -297,7 +307,7 @@ pub(crate) fn print(args: &EchoArgs, o: &Outcome) {
 pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
     let o = measure(args)?;
     if args.common.json {
-        print_json(&o.json())?;
+        o.print_json()?;
     } else {
         print(args, &o);
     }
