@@ -36,7 +36,7 @@ fn enso_echo_with_k_packets_per_notification_matches_the_model() {
         // completion and writes the pipe head; (B) the head write finds the
         // new k frames pending and notifies them at once: k per RX
         // notification; the application sends them in one TX notification.
-        let mut round = |e: &mut Engine, dev: &mut Device, check: bool| {
+        let round = |e: &mut Engine, dev: &mut Device, check: bool| {
             e.set_generators_paused(false);
             e.step();
             e.set_generators_paused(true);
