@@ -610,7 +610,10 @@ pub struct Rig {
     label: String,
     config: RigConfig,
     placement: Placement,
-    nic: Option<Nic>,
+    nic: Option<Arc<Nic>>,
+    /// While the rig is between trials: the engine thread is blocked in a
+    /// closure until this sender is dropped (see [`Rig::park`]).
+    parked: Option<(std::sync::mpsc::Sender<()>, thread::JoinHandle<()>)>,
     driver: Option<Driver>,
     handler: Option<Handler>,
     engine_tid: Option<u32>,
@@ -680,18 +683,55 @@ impl Rig {
             Mode::Echo => Handler::Echo(Echo::new()),
             Mode::Rx => Handler::Touch(Touch::default()),
         };
-        Ok(Rig {
+        let mut rig = Rig {
             device: name,
             label: label.to_string(),
             config,
             placement: placement.clone(),
-            nic: Some(nic),
+            nic: Some(Arc::new(nic)),
+            parked: None,
             driver: Some(driver),
             handler: Some(handler),
             engine_tid,
             error: None,
             drain_timeout: Duration::from_secs(2),
-        })
+        };
+        rig.park();
+        Ok(rig)
+    }
+
+    /// Blocks the engine thread until the next trial, so it leaves its
+    /// core idle: on its own, an idle engine wakes every 50 µs, which
+    /// preempts whatever else runs there (the probe, another variant).
+    /// The engine runs a closure that waits for a channel to close; a
+    /// helper thread carries the (blocking) call. The wait ends by itself
+    /// after [`PARK_LIMIT`], before the device's command timeout.
+    fn park(&mut self) {
+        let Some(nic) = self.nic.as_ref().map(Arc::clone) else {
+            return;
+        };
+        if self.parked.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let helper = thread::Builder::new()
+            .name("rig-park".into())
+            .spawn(move || {
+                nic.with_engine(move |_| {
+                    let _ = rx.recv_timeout(PARK_LIMIT);
+                });
+            });
+        if let Ok(h) = helper {
+            self.parked = Some((tx, h));
+        }
+    }
+
+    /// Lets the engine thread run again (and waits until it does).
+    fn unpark(&mut self) {
+        if let Some((tx, h)) = self.parked.take() {
+            drop(tx);
+            let _ = h.join();
+        }
     }
 
     /// The configuration.
@@ -710,16 +750,22 @@ impl Rig {
     }
 
     /// The NIC's counters now.
-    pub fn stats(&self) -> Option<Stats> {
-        self.nic.as_ref().map(Nic::stats)
+    pub fn stats(&mut self) -> Option<Stats> {
+        self.unpark();
+        let s = self.nic.as_ref().map(|n| n.stats());
+        self.park();
+        s
     }
 
     /// Runs `f` on the engine thread.
     pub fn with_engine<R: Send + 'static>(
-        &self,
+        &mut self,
         f: impl FnOnce(&mut nic_emu::Engine) -> R + Send + 'static,
     ) -> Option<R> {
-        self.nic.as_ref().map(|n| n.with_engine(f))
+        self.unpark();
+        let r = self.nic.as_ref().map(|n| n.with_engine(f));
+        self.park();
+        r
     }
 
     /// Runs one trial of about `window`. See the module documentation.
@@ -727,7 +773,9 @@ impl Rig {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
+        self.unpark();
         let r = self.trial_inner(window);
+        self.park();
         if let Err(e) = &r {
             self.error = Some(e.clone());
         }
@@ -876,17 +924,24 @@ impl Rig {
 
     /// Stops the device and returns its final counters.
     pub fn stop(mut self) -> Option<Stats> {
+        self.unpark();
         self.driver = None;
-        self.nic.take().map(Nic::stop)
+        let nic = self.nic.take()?;
+        Arc::try_unwrap(nic).ok().map(Nic::stop)
     }
 }
 
 impl Drop for Rig {
     fn drop(&mut self) {
+        self.unpark();
         // The application detaches before the device goes.
         self.driver = None;
     }
 }
+
+/// Longest the engine stays parked between two trials (the device
+/// answers commands within 10 s).
+const PARK_LIMIT: Duration = Duration::from_secs(8);
 
 impl Variant for Rig {
     fn name(&self) -> &str {
