@@ -250,6 +250,12 @@ mod tests {
         let _ = c.stop();
         tx.send(()).unwrap();
         t.join().unwrap().unwrap();
+        // The kernel releases an exited thread's /proc entry shortly after
+        // the join returns: wait (bounded) for it to go.
+        let start = std::time::Instant::now();
+        while thread_preemption(tids[0]).is_some() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(thread_preemption(tids[0]).is_none(), "gone after join");
     }
 
