@@ -21,6 +21,13 @@
 //! after the drain, or if the generator could not send at the rate asked),
 //! then p50/p99 RTT at fixed fractions of the *reactive* strategy's
 //! maximum, the same absolute loads for all four.
+//!
+//! The host moves the two vCPUs between placements that differ 3-4x in
+//! speed, so the four searches run in lockstep (one trial of each per
+//! step, one upper bound for all), every step and load point records a
+//! probe, a bound set by a failure on another placement is tried again,
+//! and load points probed on another placement than the search are
+//! counted (`placement_moved_points`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -175,6 +182,9 @@ pub struct Point {
     pub contended: bool,
     /// Whether this trial passed as zero-loss.
     pub zero_loss: bool,
+    /// Cross-core probe taken before this step (all strategies of a load
+    /// point, or of a search step, share it), ns.
+    pub probe_rtt_ns: Option<f64>,
 }
 
 /// Judges a trial: zero loss, and the generator kept up with the rate.
@@ -219,6 +229,7 @@ fn point(
         app_busy: tr.busy_fraction("app").unwrap_or(f64::NAN),
         contended: tr.contended(),
         zero_loss: false,
+        probe_rtt_ns: None,
     };
     p.zero_loss = passes(&p, min_share);
     p
@@ -258,6 +269,25 @@ pub struct StrategyResult {
     pub contended_trials: usize,
     /// Trials in all.
     pub trials: usize,
+    /// Median probe round trip during the search, ns.
+    pub search_probe_rtt_ns: Option<f64>,
+    /// Load points whose probe differs from the search's by more than
+    /// [`PLACEMENT_MOVED`]x: the host moved the cores, the loads are
+    /// relative to a maximum measured on another placement.
+    pub placement_moved_points: usize,
+}
+
+/// A probe this many times faster or slower than another means the host
+/// moved the two vCPUs in between (close placements probe at about 80 ns,
+/// distant ones several hundred).
+pub const PLACEMENT_MOVED: f64 = 1.5;
+
+/// Whether two probes were taken on different placements.
+pub fn placement_moved(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (a / b).max(b / a) > PLACEMENT_MOVED,
+        _ => false,
+    }
 }
 
 /// One trial on a fresh rig at `rate` (None: full speed with a window).
@@ -298,57 +328,131 @@ pub struct Search {
 /// Doublings of the upper bound at most, when the bound itself passes.
 pub const MAX_DOUBLINGS: u32 = 4;
 
-/// Binary search for the highest rate at which `run(rate)` passes: the
-/// bound `hi_pps` is tried first and doubled (at most [`MAX_DOUBLINGS`]
-/// times) while it passes, then the interval is halved down to
-/// `precision * hi_pps`. Each rate gets up to `attempts` tries.
+/// Times a search reopens its upper bound after the placement moved.
+pub const MAX_REOPEN: u32 = 2;
+
+/// A zero-loss search advanced one trial at a time, so several can run in
+/// lockstep (the strategies' searches then see the same placement).
+///
+/// The bound `hi_pps` is tried first and doubled (at most
+/// [`MAX_DOUBLINGS`] times) while it passes; then the interval is halved
+/// down to `precision * hi_pps`. Each rate gets up to `attempts` tries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Searcher {
+    s: Search,
+    /// The first upper bound.
+    bound: f64,
+    /// Probe of the trial that last lowered `hi`.
+    hi_probe: Option<f64>,
+    /// Times the upper bound was reopened because the placement moved.
+    reopened: u32,
+    step: f64,
+    attempts: u32,
+    rate: f64,
+    tries: u32,
+    doublings: u32,
+    done: bool,
+}
+
+impl Searcher {
+    /// A search below `hi_pps`.
+    pub fn new(hi_pps: f64, precision: f64, attempts: u32) -> Self {
+        Searcher {
+            s: Search {
+                lo: 0.0,
+                hi: hi_pps,
+                at_lo: None,
+                trials: Vec::new(),
+            },
+            bound: hi_pps,
+            hi_probe: None,
+            reopened: 0,
+            step: (precision * hi_pps).max(1.0),
+            attempts: attempts.max(1),
+            rate: hi_pps,
+            tries: 0,
+            doublings: 0,
+            done: false,
+        }
+    }
+
+    /// The rate to try next, or `None` once the search is over.
+    pub fn next_rate(&self) -> Option<f64> {
+        (!self.done).then_some(self.rate)
+    }
+
+    /// Before a step, with the probe taken for it: if the host has moved
+    /// the cores since the trial that set the upper bound failed (probes
+    /// [`PLACEMENT_MOVED`]x apart), that failure says nothing about this
+    /// placement, so the bound is reopened (at most [`MAX_REOPEN`] times).
+    pub fn placement(&mut self, probe_rtt_ns: f64) {
+        if self.done || self.reopened >= MAX_REOPEN {
+            return;
+        }
+        if placement_moved(self.hi_probe, Some(probe_rtt_ns)) {
+            self.reopened += 1;
+            self.hi_probe = None;
+            self.s.hi = self.bound.max(self.s.lo * 2.0);
+            self.rate = self.s.hi;
+            self.tries = 0;
+        }
+    }
+
+    /// Records the trial at [`Searcher::next_rate`].
+    pub fn record(&mut self, p: Point) {
+        if self.done {
+            return;
+        }
+        let pass = p.zero_loss;
+        self.s.trials.push(p.clone());
+        self.tries += 1;
+        if !pass && self.tries < self.attempts {
+            return; // another try at the same rate
+        }
+        self.tries = 0;
+        let s = &mut self.s;
+        if pass {
+            s.lo = self.rate;
+            s.at_lo = Some(p);
+            if self.rate >= s.hi {
+                if self.doublings == MAX_DOUBLINGS {
+                    self.done = true;
+                    return;
+                }
+                self.doublings += 1;
+                s.hi = self.rate * 2.0;
+                self.rate = s.hi;
+                return;
+            }
+        } else {
+            s.hi = self.rate;
+            self.hi_probe = s.trials.last().and_then(|t| t.probe_rtt_ns);
+        }
+        if s.hi - s.lo <= self.step {
+            self.done = true;
+            return;
+        }
+        self.rate = (s.lo + s.hi) / 2.0;
+    }
+
+    /// The outcome so far.
+    pub fn result(self) -> Search {
+        self.s
+    }
+}
+
+/// Runs a [`Searcher`] to the end with `run` doing the trials.
 pub fn search(
     hi_pps: f64,
     precision: f64,
     attempts: u32,
     mut run: impl FnMut(f64) -> Result<Point, String>,
 ) -> Result<Search, String> {
-    let mut s = Search {
-        lo: 0.0,
-        hi: hi_pps,
-        at_lo: None,
-        trials: Vec::new(),
-    };
-    let step = (precision * hi_pps).max(1.0);
-    let mut doublings = 0;
-    let mut rate = hi_pps;
-    loop {
-        let mut ok = None;
-        for _ in 0..attempts.max(1) {
-            let p = run(rate)?;
-            let pass = p.zero_loss;
-            s.trials.push(p.clone());
-            if pass {
-                ok = Some(p);
-                break;
-            }
-        }
-        match ok {
-            Some(p) => {
-                s.lo = rate;
-                s.at_lo = Some(p);
-                if rate >= s.hi {
-                    if doublings == MAX_DOUBLINGS {
-                        return Ok(s);
-                    }
-                    doublings += 1;
-                    s.hi = rate * 2.0;
-                    rate = s.hi;
-                    continue;
-                }
-            }
-            None => s.hi = rate,
-        }
-        if s.hi - s.lo <= step {
-            return Ok(s);
-        }
-        rate = (s.lo + s.hi) / 2.0;
+    let mut s = Searcher::new(hi_pps, precision, attempts);
+    while let Some(rate) = s.next_rate() {
+        s.record(run(rate)?);
     }
+    Ok(s.result())
 }
 
 /// Runs the whole experiment. `progress` gets a step per trial.
@@ -358,15 +462,36 @@ pub fn run(
     placement_text: &str,
     progress: &mut Progress,
 ) -> Result<Vec<StrategyResult>, String> {
-    let mut results: Vec<StrategyResult> = Vec::new();
+    let probe = || crate::probe::measure(placement, crate::probe::DEFAULT_DURATION).rtt_ns;
+    // Saturation, then the zero-loss searches, all in lockstep: one trial
+    // of each strategy per step, a probe before each step.
+    let mut sat = Vec::new();
+    let p0 = probe();
     for &st in &plan.strategies {
-        let sat = trial_at(plan, st, None, plan.search_trial, placement)?;
-        let sat_mpps = sat.packets as f64 / (sat.elapsed_ns as f64 / 1e9) / 1e6;
-        progress.step(1, &format!("{} saturates at {sat_mpps:.2} Mpps", st.name()));
-        let hi = (sat_mpps * 1.2 * 1e6).max(1e4);
-        let s = search(hi, plan.precision, plan.attempts, |rate| {
+        let t = trial_at(plan, st, None, plan.search_trial, placement)?;
+        let mpps = t.packets as f64 / (t.elapsed_ns as f64 / 1e9) / 1e6;
+        progress.step(1, &format!("{} saturates at {mpps:.2} Mpps", st.name()));
+        sat.push(mpps);
+    }
+    // One bound for all, above the fastest saturation: a strategy whose
+    // saturation trial landed on a slow placement still gets room.
+    let bound = (sat.iter().copied().fold(0.0, f64::max) * 1.3 * 1e6).max(1e4);
+    let mut searchers: Vec<Searcher> = sat
+        .iter()
+        .map(|_| Searcher::new(bound, plan.precision, plan.attempts))
+        .collect();
+    let mut search_probes = vec![p0];
+    while searchers.iter().any(|s| s.next_rate().is_some()) {
+        let rtt = probe();
+        search_probes.push(rtt);
+        for (i, &st) in plan.strategies.iter().enumerate() {
+            searchers[i].placement(rtt);
+            let Some(rate) = searchers[i].next_rate() else {
+                continue;
+            };
             let t = trial_at(plan, st, Some(rate), plan.search_trial, placement)?;
-            let p = point(st, rate / 1e6, None, &t, plan.min_offered_share);
+            let mut p = point(st, rate / 1e6, None, &t, plan.min_offered_share);
+            p.probe_rtt_ns = Some(rtt);
             progress.step(
                 1,
                 &format!(
@@ -380,8 +505,13 @@ pub fn run(
                     }
                 ),
             );
-            Ok(p)
-        })?;
+            searchers[i].record(p);
+        }
+    }
+    let search_probe = crate::stats::median(&search_probes);
+    let mut results: Vec<StrategyResult> = Vec::new();
+    for ((&st, searcher), sat_mpps) in plan.strategies.iter().zip(searchers).zip(sat) {
+        let s = searcher.result();
         results.push(StrategyResult {
             strategy: st.name().to_string(),
             max_zero_loss_mpps: s.lo / 1e6,
@@ -390,6 +520,7 @@ pub fn run(
             p50_rtt_ns_at_max: s.at_lo.as_ref().and_then(|p| p.p50_rtt_ns),
             p99_rtt_ns_at_max: s.at_lo.as_ref().and_then(|p| p.p99_rtt_ns),
             saturation_mpps: sat_mpps,
+            search_probe_rtt_ns: search_probe,
             search: s.trials,
             points: Vec::new(),
             pkt_size: plan.rig.wire_size,
@@ -398,6 +529,7 @@ pub fn run(
             placement: placement_text.to_string(),
             contended_trials: 0,
             trials: 0,
+            placement_moved_points: 0,
         });
     }
     let reference = results
@@ -409,9 +541,11 @@ pub fn run(
     // together in time, on the same placement.
     for &pct in &plan.loads_pct {
         let mpps = reference * pct / 100.0;
+        let rtt = probe();
         for (i, &st) in plan.strategies.iter().enumerate() {
             let t = trial_at(plan, st, Some(mpps * 1e6), plan.point_trial, placement)?;
-            let p = point(st, mpps, Some(pct), &t, plan.min_offered_share);
+            let mut p = point(st, mpps, Some(pct), &t, plan.min_offered_share);
+            p.probe_rtt_ns = Some(rtt);
             progress.step(
                 1,
                 &format!(
@@ -429,6 +563,11 @@ pub fn run(
         let all = r.search.iter().chain(&r.points);
         r.trials = all.clone().count();
         r.contended_trials = all.filter(|p| p.contended).count();
+        r.placement_moved_points = r
+            .points
+            .iter()
+            .filter(|p| placement_moved(r.search_probe_rtt_ns, p.probe_rtt_ns))
+            .count();
     }
     Ok(results)
 }
@@ -464,6 +603,7 @@ mod tests {
             app_busy: 0.0,
             contended: false,
             zero_loss: ok,
+            probe_rtt_ns: None,
         }
     }
 
@@ -500,6 +640,52 @@ mod tests {
         .unwrap();
         assert!(s.lo >= 2e6 && s.lo < 3e6, "{}", s.lo);
         assert!(s.trials.len() >= 4);
+    }
+
+    #[test]
+    fn searchers_run_in_lockstep() {
+        let mut a = Searcher::new(10e6, 0.05, 1);
+        let mut b = Searcher::new(10e6, 0.05, 1);
+        let mut steps = 0;
+        while a.next_rate().is_some() || b.next_rate().is_some() {
+            steps += 1;
+            if let Some(r) = a.next_rate() {
+                a.record(p(r, r <= 3e6));
+            }
+            if let Some(r) = b.next_rate() {
+                b.record(p(r, r <= 8e6));
+            }
+        }
+        let (a, b) = (a.result(), b.result());
+        assert!(a.lo <= 3e6 && a.hi > 3e6);
+        assert!(b.lo <= 8e6 && b.hi > 8e6);
+        assert!(steps <= 6, "{steps}");
+    }
+
+    #[test]
+    fn a_failure_on_another_placement_reopens_the_bound() {
+        let mut s = Searcher::new(10e6, 0.05, 1);
+        // Slow placement: the bound fails.
+        let mut f = p(10e6, false);
+        f.probe_rtt_ns = Some(380.0);
+        s.record(f);
+        assert_eq!(s.next_rate(), Some(5e6));
+        s.placement(380.0);
+        assert_eq!(s.next_rate(), Some(5e6), "same placement: keep halving");
+        s.placement(82.0);
+        assert_eq!(s.next_rate(), Some(10e6), "moved: the bound is tried again");
+        let mut ok = p(10e6, true);
+        ok.probe_rtt_ns = Some(82.0);
+        s.record(ok);
+        assert_eq!(s.next_rate(), Some(20e6), "and doubles when it passes");
+    }
+
+    #[test]
+    fn placement_moves_are_a_factor_apart() {
+        assert!(!placement_moved(Some(80.0), Some(100.0)));
+        assert!(placement_moved(Some(80.0), Some(380.0)));
+        assert!(placement_moved(Some(380.0), Some(80.0)));
+        assert!(!placement_moved(None, Some(80.0)));
     }
 
     #[test]

@@ -111,6 +111,7 @@ pub(crate) fn max_table(results: &[StrategyResult]) -> Table {
         "notif/pkt at max",
         "p50 at max ns",
         "p99 at max ns",
+        "probe ns",
     ]);
     for r in results {
         t.push([
@@ -122,6 +123,8 @@ pub(crate) fn max_table(results: &[StrategyResult]) -> Table {
                 .map_or_else(|| "-".to_string(), |v| format!("{v:.3}")),
             opt(r.p50_rtt_ns_at_max),
             opt(r.p99_rtt_ns_at_max),
+            r.search_probe_rtt_ns
+                .map_or_else(|| "-".to_string(), |v| format!("{v:.0}")),
         ]);
     }
     t
@@ -132,12 +135,15 @@ pub(crate) fn points_table(results: &[StrategyResult]) -> Table {
         "load %",
         "offered Mpps",
         "strategy",
+        "sent Mpps",
         "achieved Mpps",
         "p50 ns",
         "p99 ns",
         "notif/pkt",
         "loss",
+        "zero-loss",
         "contended",
+        "probe ns",
     ]);
     let n = results.iter().map(|r| r.points.len()).max().unwrap_or(0);
     for i in 0..n {
@@ -147,13 +153,17 @@ pub(crate) fn points_table(results: &[StrategyResult]) -> Table {
                 format!("{}", p.offered_load_pct.unwrap_or(f64::NAN)),
                 format!("{:.3}", p.offered_mpps),
                 r.strategy.clone(),
+                format!("{:.3}", p.sent_mpps),
                 format!("{:.3}", p.achieved_mpps),
                 opt(p.p50_rtt_ns),
                 opt(p.p99_rtt_ns),
                 p.notifications_per_pkt
                     .map_or_else(|| "-".to_string(), |v| format!("{v:.3}")),
                 p.loss.to_string(),
+                if p.zero_loss { "yes" } else { "no" }.to_string(),
                 if p.contended { "yes" } else { "no" }.to_string(),
+                p.probe_rtt_ns
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.0}")),
             ]);
         }
     }
@@ -206,6 +216,27 @@ pub(crate) fn measure(args: &LatencyArgs) -> Result<Outcome, String> {
     })
 }
 
+/// What the columns mean and what the emulation leaves out.
+const NOTES: &str = "A point is zero-loss if every frame came back and the generator sent at \
+least 97% of the rate asked (below that, the emulated NIC could not offer the load: sent < \
+offered). The emulated interconnect latency delays register writes (both interfaces), Ensō's \
+RX notifications and TX completions; nic-emu does not delay descriptor write-backs, so a \
+packetized round trip crosses the interconnect once less than an Ensō one.";
+
+/// Says so if the host moved the cores between the search and the loads.
+fn moved_warning(results: &[StrategyResult]) -> Option<String> {
+    let moved = results.first()?.placement_moved_points;
+    (moved > 0).then(|| {
+        format!(
+            "placement moved: the probe at {moved} of {} load points differs from the search's \
+             by more than {}x, so those loads are fractions of a maximum measured on another \
+             placement (compare strategies within a load point, not across the run)",
+            results[0].points.len(),
+            latency::PLACEMENT_MOVED
+        )
+    })
+}
+
 pub(crate) fn print(o: &Outcome) {
     println!("threads: {}", o.text);
     println!(
@@ -214,6 +245,10 @@ pub(crate) fn print(o: &Outcome) {
     );
     print!("{}", text_table(&max_table(&o.results)));
     print!("{}", text_table(&points_table(&o.results)));
+    println!("{NOTES}");
+    if let Some(w) = moved_warning(&o.results) {
+        println!("{w}");
+    }
     let (c, n) = o.contention();
     println!("contended: {c} of {n} trials shared their cores with other work");
 }
@@ -237,6 +272,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<(), String> {
 #[derive(Serialize)]
 struct Row<'a> {
     strategy: &'a str,
+    probe_rtt_ns: Option<f64>,
     offered_load_pct: Option<f64>,
     offered_mpps: f64,
     sent_mpps: f64,
@@ -263,6 +299,7 @@ fn rows<'a>(results: &'a [StrategyResult], search: bool) -> Vec<Row<'a>> {
             let pts = if search { &r.search } else { &r.points };
             pts.iter().map(move |p| Row {
                 strategy: &r.strategy,
+                probe_rtt_ns: p.probe_rtt_ns,
                 offered_load_pct: p.offered_load_pct,
                 offered_mpps: p.offered_mpps,
                 sent_mpps: p.sent_mpps,
@@ -315,6 +352,12 @@ pub(crate) fn save(
     md.push_str(&max_table(results).markdown());
     md.push('\n');
     md.push_str(&points_table(results).markdown());
+    md.push('\n');
+    md.push_str(NOTES);
+    md.push('\n');
+    if let Some(w) = moved_warning(results) {
+        md.push_str(&format!("\n**{w}**\n"));
+    }
     let c: usize = results.iter().map(|r| r.contended_trials).sum();
     let n: usize = results.iter().map(|r| r.trials).sum();
     md.push_str(&format!(
