@@ -48,6 +48,9 @@ enum Command {
     /// prefetching notifications and the packetized interface, with an
     /// emulated interconnect latency; zero-loss maximum of each.
     Latency(cli::latency::LatencyArgs),
+    /// The applications (Maglev, telemetry, KV, log monitor) on both
+    /// interfaces, alternating: throughput, app cost per unit, speedup.
+    Apps(cli::apps::AppsArgs),
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
         Command::Cache(args) => cli::cache::run(&args),
         Command::CacheWorker(args) => cli::cache::worker(&args),
         Command::Latency(args) => cli::latency::run(&args),
+        Command::Apps(args) => cli::apps::run(&args),
         Command::All(args) => cli::all::run(&args),
     };
     match outcome {

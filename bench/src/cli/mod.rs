@@ -6,6 +6,7 @@ use bench::frames;
 use bench::results::ResultsDir;
 
 pub(crate) mod all;
+pub(crate) mod apps;
 pub(crate) mod cache;
 pub(crate) mod echo;
 pub(crate) mod latency;

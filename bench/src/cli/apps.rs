@@ -1,0 +1,249 @@
+//! `bench apps`: the paper's applications (Maglev, KV, telemetry, log
+//! monitor) on both interfaces, one body of logic each, in alternating
+//! trials; throughput, application busy time per unit and the speedup.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bench::placement::Side;
+use bench::plot::BarChart;
+use bench::probe;
+use bench::results::Table;
+use clap::Args;
+use enso_apps::bench_api::{run_trial, AppKind, TrialOptions, TrialResult};
+use enso_apps::nic::Interface;
+use serde::Serialize;
+
+use crate::Common;
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct AppsArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Applications to run (maglev, telemetry, kv, log_monitor).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "maglev,telemetry,kv,log_monitor"
+    )]
+    apps: Vec<String>,
+    /// Trials per interface and application (alternating Ensō, packetized).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    rounds: u64,
+    /// Measured time of a trial.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    trial_ms: u64,
+    /// Pipes (Ensō) or queues (packetized) per application.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pipes: u32,
+    /// Write a results directory under results/.
+    #[arg(long)]
+    save: bool,
+    /// Write the results directory here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// One interface's figures for one application (medians over trials).
+#[derive(Debug, Clone, Serialize)]
+struct Side2 {
+    /// Requests or packets per second, in millions.
+    rate_m: f64,
+    gbps: f64,
+    app_ns_per_unit: f64,
+    nic_ns_per_unit: f64,
+    app_busy_fraction: f64,
+    /// Which side was busier: the emulated NIC or the application.
+    bottleneck: &'static str,
+    trials: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct AppOut {
+    app: &'static str,
+    unit: &'static str,
+    enso: Side2,
+    packetized: Side2,
+    /// Ensō rate / packetized rate, median of per-round ratios.
+    speedup: f64,
+    /// Packetized / Ensō application busy time per unit (what the interface
+    /// costs the application, whatever limited the rate).
+    app_cost_speedup: f64,
+    /// The target the issue sets for `speedup`.
+    target_speedup: f64,
+    load: String,
+    probe_rtt_ns: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        0.0
+    } else if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    }
+}
+
+fn parse_app(s: &str) -> Result<AppKind, String> {
+    match s.trim() {
+        "maglev" => Ok(AppKind::Maglev),
+        "telemetry" => Ok(AppKind::Telemetry),
+        "kv" => Ok(AppKind::Kv),
+        "log_monitor" | "logmon" => Ok(AppKind::Logmon),
+        o => Err(format!(
+            "unknown application {o:?} (maglev, telemetry, kv, log_monitor)"
+        )),
+    }
+}
+
+fn target(app: AppKind) -> f64 {
+    match app {
+        AppKind::Maglev | AppKind::Telemetry => 2.5,
+        AppKind::Kv => 1.3,
+        AppKind::Logmon => 1.5,
+    }
+}
+
+fn side(rs: &[TrialResult]) -> Side2 {
+    let m = |f: &dyn Fn(&TrialResult) -> f64| median(rs.iter().map(f).collect());
+    let app_busy = m(&|r| r.app_busy_fraction);
+    let nic_busy = m(&|r| r.nic_busy_ns_per_unit * r.rate / 1e9);
+    Side2 {
+        rate_m: m(&|r| r.rate / 1e6),
+        gbps: m(&|r| r.gbps),
+        app_ns_per_unit: m(&|r| r.app_busy_ns_per_unit),
+        nic_ns_per_unit: m(&|r| r.nic_busy_ns_per_unit),
+        app_busy_fraction: app_busy,
+        bottleneck: if nic_busy >= app_busy { "nic" } else { "app" },
+        trials: rs.iter().map(|r| r.rate / 1e6).collect(),
+    }
+}
+
+pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
+    let apps = a
+        .apps
+        .iter()
+        .map(|s| parse_app(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let placement = a.common.placement()?;
+    let dir = super::results_dir("apps", a.save, &a.out)?;
+    let mut outs = Vec::new();
+    for app in apps {
+        let probe = probe::measure(&placement, Duration::from_millis(30));
+        let opts = TrialOptions {
+            duration: Duration::from_millis(a.trial_ms),
+            warmup: Duration::from_millis(150),
+            nic_core: placement.core(Side::A),
+            app_core: placement.core(Side::B),
+            pipes: a.pipes,
+            ..Default::default()
+        };
+        let mut per: [Vec<TrialResult>; 2] = [Vec::new(), Vec::new()];
+        let mut ratios = Vec::new();
+        for round in 0..a.rounds {
+            let mut rates = [0.0; 2];
+            for (i, iface) in Interface::ALL.into_iter().enumerate() {
+                let r = run_trial(app, iface, &opts)
+                    .map_err(|e| format!("{app} on {}: {e}", iface.name()))?;
+                if !a.common.json {
+                    eprintln!(
+                        "  {app:<11} round {} {:<10} {:>8.3} M{}/s  app {:>7.1} ns/{}",
+                        round + 1,
+                        iface.name(),
+                        r.rate / 1e6,
+                        r.unit,
+                        r.app_busy_ns_per_unit,
+                        r.unit
+                    );
+                }
+                rates[i] = r.rate;
+                per[i].push(r);
+            }
+            ratios.push(rates[0] / rates[1].max(1e-9));
+        }
+        let [e, p] = per;
+        let enso = side(&e);
+        let packetized = side(&p);
+        outs.push(AppOut {
+            app: match app {
+                AppKind::Logmon => "log_monitor",
+                other => other.name(),
+            },
+            unit: e[0].unit,
+            speedup: median(ratios),
+            app_cost_speedup: packetized.app_ns_per_unit / enso.app_ns_per_unit.max(1e-9),
+            target_speedup: target(app),
+            load: e[0].load.clone(),
+            probe_rtt_ns: probe.rtt_ns,
+            enso,
+            packetized,
+        });
+    }
+    let mut table = Table::new([
+        "app",
+        "unit",
+        "enso M/s",
+        "packetized M/s",
+        "speedup",
+        "target",
+        "enso app ns/unit",
+        "packetized app ns/unit",
+        "app cost ratio",
+        "limited by (enso/packetized)",
+    ]);
+    for o in &outs {
+        table.push([
+            o.app.to_string(),
+            o.unit.to_string(),
+            format!("{:.3}", o.enso.rate_m),
+            format!("{:.3}", o.packetized.rate_m),
+            format!("{:.2}", o.speedup),
+            format!("{:.1}", o.target_speedup),
+            format!("{:.1}", o.enso.app_ns_per_unit),
+            format!("{:.1}", o.packetized.app_ns_per_unit),
+            format!("{:.2}", o.app_cost_speedup),
+            format!("{}/{}", o.enso.bottleneck, o.packetized.bottleneck),
+        ]);
+    }
+    let md = format!(
+        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. When the emulated NIC is the busier side it, not the interface, limits the rate.\n",
+        placement.core(Side::A),
+        placement.core(Side::B),
+        a.rounds,
+        a.trial_ms,
+        table.markdown()
+    );
+    if let Some(d) = &dir {
+        d.write_config(a).map_err(|e| e.to_string())?;
+        d.write_json("apps.json", &outs)
+            .map_err(|e| e.to_string())?;
+        d.write_table("apps.csv", &table)
+            .map_err(|e| e.to_string())?;
+        d.write_summary(&md).map_err(|e| e.to_string())?;
+        let chart = BarChart::new(
+            "Applications, Ensō vs packetized",
+            "million units/s",
+            outs.iter().map(|o| o.app),
+        )
+        .series("enso", outs.iter().map(|o| o.enso.rate_m).collect())
+        .series(
+            "packetized",
+            outs.iter().map(|o| o.packetized.rate_m).collect(),
+        );
+        d.bar_chart("apps.svg", &chart).map_err(|e| e.to_string())?;
+    }
+    if a.common.json {
+        println!(
+            "{}",
+            serde_json::to_string(&outs).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("{md}");
+        if let Some(d) = &dir {
+            println!("results in {}", d.path().display());
+        }
+    }
+    Ok(())
+}
