@@ -134,7 +134,7 @@ pub struct TrialOptions {
     pub flows: u32,
     /// Maglev: frames in flight at most between generator and NIC (capped,
     /// on both interfaces alike, at what the packetized RX rings hold:
-    /// `pipes` x 992).
+    /// `pipes` x 960).
     pub generator_window: u64,
     /// Maglev backends.
     pub maglev_backends: usize,
@@ -344,7 +344,10 @@ const RING: u32 = 1024;
 /// packetized RX rings can hold posted (a ring keeps one refill block of 32
 /// unposted), so neither interface drops for want of room.
 fn generator_window(opts: &TrialOptions) -> u64 {
-    let posted = u64::from(opts.pipes.max(1)) * u64::from(RING - enso::packetized::RX_FREE_THRESH);
+    // The packetized RX ring keeps one block unposted and re-arms in blocks,
+    // so up to a block more may be waiting for a refill: leave both out.
+    let posted =
+        u64::from(opts.pipes.max(1)) * u64::from(RING - 2 * enso::packetized::RX_FREE_THRESH);
     opts.generator_window.clamp(1, posted)
 }
 
