@@ -844,11 +844,9 @@ impl Device {
             p.consumed = p.tail;
         }
         let len = flits as usize * unit;
-        // SAFETY: `start < pipe size` and `len < pipe size`, so the slice lies
-        // inside the doubly mapped pipe (2 * size bytes). The NIC does not
-        // write bytes between software's head and the tail it notified, and
-        // this handle hands each such span out only while `self` is mutably
-        // borrowed, so the slice is not aliased.
+        // SAFETY: `start, len < pipe size`: inside the doubly mapped pipe. The NIC does not
+        // write between software's head and the notified tail, and the span is handed out
+        // only while `self` is mutably borrowed, so the slice is not aliased.
         let data = unsafe { std::slice::from_raw_parts_mut(p.map.as_ptr().add(start), len) };
         Ok(RxBatch { data })
     }
@@ -1157,10 +1155,9 @@ impl Device {
         }
         let t = &self.tx_pipes[pipe.idx as usize];
         let at = (t.tail % t.size as u64) as usize;
-        // SAFETY: `at < size` and `len <= size`, so the span lies in the
-        // doubly mapped TX pipe; bytes between `tail` and `done + size` are
-        // not being read by the NIC (they were completed or never sent), and
-        // the slice lives only while `self` is mutably borrowed.
+        // SAFETY: `at < size`, `len <= size`: inside the doubly mapped TX pipe; the NIC is
+        // not reading bytes between `tail` and `done + size` (completed or never sent),
+        // and the slice lives only while `self` is mutably borrowed.
         Ok(unsafe { std::slice::from_raw_parts_mut(t.map.as_ptr().add(at), len) })
     }
 

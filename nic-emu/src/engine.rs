@@ -207,10 +207,9 @@ impl App {
     fn rx_notif(&self, ring: usize, i: u32) -> &RxNotification {
         let off = ring + i as usize * 64;
         debug_assert!(self.in_region(off, 64));
-        // SAFETY: `ring` was checked to hold the whole notification ring inside
-        // the region when it was enabled and `i` is masked to the ring, so the
-        // 64 B slot is in bounds and 64 B aligned (ring is page aligned). All
-        // fields are atomics.
+        // SAFETY: `ring` was checked to hold the whole ring inside the region when enabled
+        // and `i` is masked to it: the 64 B slot is in bounds and 64 B aligned (the ring
+        // is page aligned). All fields are atomics.
         unsafe { &*(self.region.as_ptr().add(off) as *const RxNotification) }
     }
     #[inline]
@@ -224,10 +223,9 @@ impl App {
     #[inline]
     fn write(&self, off: usize, src: &[u8]) {
         debug_assert!(self.in_region(off, src.len()));
-        // SAFETY: callers only pass ranges inside a pipe that was checked to
-        // lie inside the region when enabled. The region is shared memory the
-        // application may read concurrently; the bytes are plain data whose
-        // publication is ordered by the notification's Release store.
+        // SAFETY: callers pass ranges inside a pipe or buffer checked to lie in the region.
+        // The application may read it concurrently; the bytes are plain data published
+        // by the notification's (or descriptor's) Release store.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 src.as_ptr(),

@@ -621,10 +621,9 @@ impl Consumer {
     fn view_at(&self, at: usize, len: usize, slot: usize) -> FrameView<'_> {
         let first = slot.min(self.mask + 1 - at);
         let base = self.buf.as_ptr();
-        // SAFETY: flits `[at, at + first)` and `[0, slot - first)` lie in
-        // the buffer and in `[released, tail_cache)`, which the producer
-        // does not touch until we release it; `release` needs `&mut self`,
-        // which the returned view keeps borrowed.
+        // SAFETY: flits `[at, at + first)` and `[0, slot - first)` lie in the buffer and in
+        // `[released, tail_cache)`, untouched by the producer until released; `release`
+        // needs `&mut self`, which the returned view keeps borrowed.
         let flits = unsafe {
             [
                 std::slice::from_raw_parts(base.add(at / FLIT), first / FLIT),

@@ -45,10 +45,9 @@ impl App {
     fn desc(&self, ring: usize, i: u32) -> &Descriptor {
         let off = ring + i as usize * 16;
         debug_assert!(self.in_region(off, 16));
-        // SAFETY: the ring was checked to lie inside the region when it was
-        // enabled and `i` is masked to its size, so the 16 B descriptor is in
-        // bounds and 16 B aligned (the ring is page aligned); its fields are
-        // atomics.
+        // SAFETY: the ring was checked to lie inside the region when enabled and `i` is
+        // masked to its size: the 16 B descriptor is in bounds and 16 B aligned (the ring
+        // is page aligned); its fields are atomics.
         unsafe { &*(self.region.as_ptr().add(off) as *const Descriptor) }
     }
 }
