@@ -129,6 +129,24 @@ impl PipeSw {
     fn unit(&self) -> usize {
         1 << self.shift
     }
+
+    /// `bytes` in position units, if it is a whole number of units and no
+    /// more than the span `[from, to)` holds.
+    #[inline]
+    fn units_within(&self, bytes: usize, from: u32, to: u32) -> Result<u32, FreeError> {
+        let unit = self.unit();
+        if bytes % unit != 0 {
+            return Err(FreeError::Unaligned(bytes));
+        }
+        let available = (to.wrapping_sub(from) & self.mask) as usize * unit;
+        if bytes > available {
+            return Err(FreeError::MoreThanReceived {
+                asked: bytes,
+                available,
+            });
+        }
+        Ok((bytes / unit) as u32)
+    }
 }
 
 #[derive(Debug)]
@@ -854,18 +872,8 @@ impl Device {
     /// Marks `bytes` of a peeked batch as consumed.
     pub fn confirm(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        let (mask, unit) = (p.mask, p.unit());
-        if bytes % unit != 0 {
-            return Err(FreeError::Unaligned(bytes));
-        }
-        let avail = (p.tail.wrapping_sub(p.consumed) & mask) as usize * unit;
-        if bytes > avail {
-            return Err(FreeError::MoreThanReceived {
-                asked: bytes,
-                available: avail,
-            });
-        }
-        p.consumed = (p.consumed + (bytes / unit) as u32) & mask;
+        let n = p.units_within(bytes, p.consumed, p.tail)?;
+        p.consumed = (p.consumed + n) & p.mask;
         Ok(())
     }
 
@@ -873,18 +881,8 @@ impl Device {
     /// `recv` hands them out again.
     pub fn unconsume(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        let (mask, unit) = (p.mask, p.unit());
-        if bytes % unit != 0 {
-            return Err(FreeError::Unaligned(bytes));
-        }
-        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * unit;
-        if bytes > avail {
-            return Err(FreeError::MoreThanReceived {
-                asked: bytes,
-                available: avail,
-            });
-        }
-        p.consumed = p.consumed.wrapping_sub((bytes / unit) as u32) & mask;
+        let n = p.units_within(bytes, p.sent, p.consumed)?;
+        p.consumed = p.consumed.wrapping_sub(n) & p.mask;
         Ok(())
     }
 
@@ -894,21 +892,11 @@ impl Device {
     pub fn discard(&mut self, pipe: RxTxPipe, bytes: usize) -> Result<(), FreeError> {
         let pr = pipe.0;
         let p = self.pipe_mut(pr).ok_or(FreeError::ForeignPipe)?;
-        let (mask, unit) = (p.mask, p.unit());
-        if bytes % unit != 0 {
-            return Err(FreeError::Unaligned(bytes));
-        }
-        let avail = (p.consumed.wrapping_sub(p.sent) & mask) as usize * unit;
-        if bytes > avail {
-            return Err(FreeError::MoreThanReceived {
-                asked: bytes,
-                available: avail,
-            });
-        }
-        if bytes == 0 {
+        let flits = p.units_within(bytes, p.sent, p.consumed)?;
+        if flits == 0 {
             return Ok(());
         }
-        let flits = (bytes / unit) as u32;
+        let (mask, unit) = (p.mask, p.unit());
         if p.sent == p.freed {
             // Nothing in flight: free at once.
             return self.free(pr, bytes);
@@ -933,24 +921,17 @@ impl Device {
     /// Hands `bytes` of received data back to the NIC (one head write).
     pub fn free(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        let (mask, unit) = (p.mask, p.unit());
-        if bytes % unit != 0 {
+        if bytes % p.unit() != 0 {
             return Err(FreeError::Unaligned(bytes));
         }
         if p.sent != p.freed {
             return Err(FreeError::InFlight);
         }
-        let avail = (p.consumed.wrapping_sub(p.freed) & mask) as usize * unit;
-        if bytes > avail {
-            return Err(FreeError::MoreThanReceived {
-                asked: bytes,
-                available: avail,
-            });
-        }
-        if bytes == 0 {
+        let n = p.units_within(bytes, p.freed, p.consumed)?;
+        if n == 0 {
             return Ok(());
         }
-        p.freed = (p.freed + (bytes / unit) as u32) & mask;
+        p.freed = (p.freed + n) & p.mask;
         p.sent = p.freed;
         let (id, head) = (p.id, p.freed);
         self.stats.head_writes += 1;
