@@ -838,23 +838,16 @@ impl Core {
                 .record_dma_write(TrafficClass::Data, off as u64, FLIT as u64);
             tail = (tail + 1) & mask;
         }
-        let data = &frame[..place.len];
         let pos = tail as usize * FLIT;
-        let first = data.len().min(self.pipe_size - pos);
-        app.write(pipe.base + pos, &data[..first]);
-        self.pcie.record_dma_write(
-            TrafficClass::Data,
-            (pipe.base + pos) as u64,
-            first.next_multiple_of(FLIT) as u64,
+        write_ring(
+            app,
+            &mut self.pcie,
+            pipe.base,
+            self.pipe_size,
+            pos,
+            &frame[..place.len],
+            FLIT,
         );
-        if first < data.len() {
-            app.write(pipe.base, &data[first..]);
-            self.pcie.record_dma_write(
-                TrafficClass::Data,
-                pipe.base as u64,
-                (data.len() - first).next_multiple_of(FLIT) as u64,
-            );
-        }
         if let Some(off) = self.ts_offset[port] {
             if off + 4 <= place.len {
                 // Replace the send time with the round-trip time.
@@ -877,11 +870,7 @@ impl Core {
             t.push(TraceEvent::Frame { pipe: pid as u32 });
         }
         if notify {
-            let vis = if self.latency > 0 {
-                self.clock.now_ns() + self.latency
-            } else {
-                0
-            };
+            let vis = visible_at(&self.clock, self.latency);
             push_rx_notif(
                 app,
                 &mut self.pcie,
@@ -929,28 +918,24 @@ impl Core {
             }
         }
         let pos = pipe.tail as usize;
-        let first = payload.len().min(self.pipe_size - pos);
-        app.write(pipe.base + pos, &payload[..first]);
-        self.pcie
-            .record_dma_write(TrafficClass::Data, (pipe.base + pos) as u64, first as u64);
-        if first < payload.len() {
-            app.write(pipe.base, &payload[first..]);
-            self.pcie.record_dma_write(
-                TrafficClass::Data,
-                pipe.base as u64,
-                (payload.len() - first) as u64,
-            );
-        }
+        write_ring(
+            app,
+            &mut self.pcie,
+            pipe.base,
+            self.pipe_size,
+            pos,
+            payload,
+            1,
+        );
         pipe.tail = (pipe.tail + payload.len() as u32) & mask;
         pcs.rx_frames += 1;
         pcs.rx_bytes += payload.len() as u64;
         self.frames += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.push(TraceEvent::Frame { pipe: pid as u32 });
+        }
         if notify {
-            let vis = if self.latency > 0 {
-                self.clock.now_ns() + self.latency
-            } else {
-                0
-            };
+            let vis = visible_at(&self.clock, self.latency);
             push_rx_notif(
                 app,
                 &mut self.pcie,
@@ -961,6 +946,12 @@ impl Core {
             );
             pipe.outstanding = true;
             pcs.notifications += 1;
+            if let Some(t) = self.trace.as_mut() {
+                t.push(TraceEvent::Notify {
+                    pipe: pid as u32,
+                    tail: pipe.tail,
+                });
+            }
         }
     }
 
@@ -1142,11 +1133,7 @@ impl Core {
             app.counters.reject_bad_register_value += 1;
             return;
         }
-        let vis = if self.latency > 0 {
-            self.clock.now_ns() + self.latency
-        } else {
-            0
-        };
+        let vis = visible_at(&self.clock, self.latency);
         let pc = &mut self.pipe_counters[pid as usize];
         pc.head_writes += 1;
         if let Some(t) = self.trace.as_mut() {
@@ -1453,6 +1440,49 @@ impl Core {
             }
             _ => app.counters.reject_bad_config += 1,
         }
+    }
+}
+
+/// When a notification or completion written now reaches software: `now +
+/// latency` with an emulated interconnect, 0 (at once) without.
+#[inline]
+fn visible_at(clock: &Clock, latency: u64) -> u64 {
+    if latency > 0 {
+        clock.now_ns() + latency
+    } else {
+        0
+    }
+}
+
+/// DMA-writes `data` into a ring of `size` bytes at `base` (region offset),
+/// starting at `pos`, in two bursts if it wraps (a burst never crosses the
+/// end); each burst is accounted rounded up to `round` bytes (64 for a frame
+/// pipe, whose frames occupy whole flits; 1 for a stream pipe).
+#[inline]
+fn write_ring(
+    app: &App,
+    pcie: &mut PcieCounters,
+    base: usize,
+    size: usize,
+    pos: usize,
+    data: &[u8],
+    round: usize,
+) {
+    let first = data.len().min(size - pos);
+    app.write(base + pos, &data[..first]);
+    pcie.record_dma_write(
+        TrafficClass::Data,
+        (base + pos) as u64,
+        first.next_multiple_of(round) as u64,
+    );
+    if first < data.len() {
+        let rest = data.len() - first;
+        app.write(base, &data[first..]);
+        pcie.record_dma_write(
+            TrafficClass::Data,
+            base as u64,
+            rest.next_multiple_of(round) as u64,
+        );
     }
 }
 
