@@ -100,3 +100,98 @@ pub fn echo_handler(f: &mut [u8]) -> enso::Verdict {
     }
     enso::Verdict::Forward
 }
+
+/// A xorshift generator for hostile values.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// An application that attaches without the library: raw access to its own
+/// DMA region and posted-write queue, for hostile-input tests.
+pub struct RawApp {
+    pub info: nic_emu::AttachInfo,
+    region: memmap2::MmapRaw,
+    mmio: memmap2::MmapRaw,
+    prod: u32,
+}
+
+impl RawApp {
+    pub fn attach(e: &mut Engine, req: nic_emu::AttachRequest) -> Self {
+        use nic_emu::shm;
+        let info = e.attach(&req).expect("attach");
+        let region = shm::map(&shm::open_file(&info.dma_path).unwrap(), info.dma_len).unwrap();
+        let mmio_len = nic_emu::layout::MMIO_FILE_LEN;
+        let mmio = shm::map(&shm::open_file(&info.mmio_path).unwrap(), mmio_len).unwrap();
+        Self {
+            info,
+            region,
+            mmio,
+            prod: 0,
+        }
+    }
+
+    fn queue(&self) -> &nic_emu::layout::MmioQueue {
+        // SAFETY: the mapping holds a whole MmioQueue (MMIO_FILE_LEN bytes,
+        // page aligned) for as long as `self`; all its fields are atomics.
+        unsafe { &*(self.mmio.as_ptr() as *const nic_emu::layout::MmioQueue) }
+    }
+
+    /// Stores a posted register write without publishing it; false (and
+    /// nothing stored) when the queue is full.
+    pub fn post(&mut self, addr: u32, value: u32) -> bool {
+        use std::sync::atomic::Ordering;
+        let len = nic_emu::layout::MMIO_QUEUE_LEN;
+        let q = self.queue();
+        if self.prod.wrapping_sub(q.consumer.0.load(Ordering::Acquire)) as usize >= len - 1 {
+            return false;
+        }
+        let e = &q.entries[self.prod as usize % len];
+        e.word
+            .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
+        self.prod = self.prod.wrapping_add(1);
+        true
+    }
+
+    /// Publishes the posted writes (the NIC's Acquire partner: SYNC POINT A).
+    pub fn publish(&self) {
+        self.queue()
+            .producer
+            .0
+            .store(self.prod, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A register write, posted and published.
+    pub fn write(&mut self, addr: u32, value: u32) {
+        assert!(self.post(addr, value), "posted-write queue full");
+        self.publish();
+    }
+
+    fn check(&self, off: usize, size: usize, align: usize) {
+        assert!(
+            off % align == 0 && off + size <= self.info.dma_len,
+            "offset {off}"
+        );
+    }
+
+    /// The TX notification at `off` in the region (64 B aligned).
+    pub fn tx_notif(&self, off: usize) -> &nic_emu::layout::TxNotification {
+        self.check(off, 64, 64);
+        // SAFETY: `off` is in bounds and aligned (checked above); the fields
+        // are atomics, so sharing the slot with the NIC is sound.
+        unsafe { &*(self.region.as_ptr().add(off) as *const nic_emu::layout::TxNotification) }
+    }
+
+    /// The descriptor at `off` in the region (16 B aligned).
+    pub fn desc(&self, off: usize) -> &nic_emu::layout::Descriptor {
+        self.check(off, 16, 16);
+        // SAFETY: as `tx_notif`: checked bounds and alignment, atomic fields.
+        unsafe { &*(self.region.as_ptr().add(off) as *const nic_emu::layout::Descriptor) }
+    }
+}

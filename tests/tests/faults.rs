@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use enso::Device;
 use enso_tests::*;
 use nic_emu::engine::AttachRequest;
-use nic_emu::layout::{self, MmioQueue, TxNotification};
+use nic_emu::layout;
 use nic_emu::testframe::TestFrames;
 use nic_emu::wire::PROTO_UDP;
 use nic_emu::{Engine, GeneratorConfig, SizeSpec};
@@ -114,17 +114,6 @@ fn wrap_around_many_times() {
     assert!(wraps > 10_000, "only {wraps} wraps");
 }
 
-/// A xorshift generator for hostile values.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn hostile_application_cannot_disturb_another() {
     let g = GeneratorConfig {
@@ -147,28 +136,17 @@ fn hostile_application_cannot_disturb_another() {
         victim.bind(p, rule).unwrap();
     }
     // The attacker: raw access to its own shared memory, no library.
-    let info = e
-        .attach(&AttachRequest {
+    let mut raw = RawApp::attach(
+        &mut e,
+        AttachRequest {
             pipes: 4,
             dma_bytes: 8 << 20,
             desc_queues: 0,
-        })
-        .unwrap();
-    let region = nic_emu::shm::map(
-        &nic_emu::shm::open_file(&info.dma_path).unwrap(),
-        info.dma_len,
-    )
-    .unwrap();
-    let mmio = nic_emu::shm::map(
-        &nic_emu::shm::open_file(&info.mmio_path).unwrap(),
-        layout::MMIO_FILE_LEN,
-    )
-    .unwrap();
-    // SAFETY: the mapping holds a whole MmioQueue; all its fields are atomics.
-    let q = unsafe { &*(mmio.as_ptr() as *const MmioQueue) };
+        },
+    );
+    let info = raw.info.clone();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let nb = layout::NBUF_QUEUE_BASE + info.nbuf_id;
-    let mut prod = 0u32;
     let mut hostile = 0u64;
     let mut step = 0u64;
     while step < 5_000_000 {
@@ -198,23 +176,16 @@ fn hostile_application_cannot_disturb_another() {
                     1 => (rng.next() % 64) as u32,
                     _ => ((rng.next() % (info.dma_len as u64 / 4096)) * 4096) as u32,
                 };
-                let e = &q.entries[prod as usize % layout::MMIO_QUEUE_LEN];
-                e.word
-                    .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
-                prod = prod.wrapping_add(1);
-                hostile += 1;
-                if prod.wrapping_sub(q.consumer.0.load(Ordering::Acquire)) as usize
-                    >= layout::MMIO_QUEUE_LEN - 1
-                {
+                if !raw.post(addr, value) {
                     break;
                 }
+                hostile += 1;
             }
-            q.producer.0.store(prod, Ordering::Release);
+            raw.publish();
             // Random TX notifications all over its region.
             for _ in 0..16 {
                 let slot = (rng.next() % (info.dma_len as u64 / 64)) as usize * 64;
-                // SAFETY: `slot + 64 <= dma_len`, 64 B aligned; atomics only.
-                let n = unsafe { &*(region.as_ptr().add(slot) as *const TxNotification) };
+                let n = raw.tx_notif(slot);
                 n.signal.store((rng.next() % 4) as u32, Ordering::Relaxed);
                 n.config_id
                     .store((rng.next() % 7) as u32, Ordering::Relaxed);

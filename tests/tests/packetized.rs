@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use enso::{Device, PacketizedDriver};
 use enso_tests::*;
 use nic_emu::engine::AttachRequest;
-use nic_emu::layout::{self, config, desc, reg, Descriptor, MmioQueue, TxNotification};
+use nic_emu::layout::{self, config, desc, reg};
 use nic_emu::testframe::FrameKind;
 use nic_emu::{Engine, GeneratorConfig, SizeSpec, WireConfig};
 
@@ -88,16 +88,6 @@ fn small_rings_wrap_many_times_without_leaks() {
     );
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn hostile_descriptors_are_refused_and_others_unaffected() {
     // Port 0 carries the victim's traffic, port 1 the attacker's.
@@ -119,37 +109,15 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
     victim.add_rss_queues_on(0, 1).unwrap();
 
     // The attacker: raw shared memory, one descriptor queue on port 1.
-    let info = e
-        .attach(&AttachRequest {
+    let mut raw = RawApp::attach(
+        &mut e,
+        AttachRequest {
             pipes: 0,
             dma_bytes: 4 << 20,
             desc_queues: 1,
-        })
-        .unwrap();
-    let region = nic_emu::shm::map(
-        &nic_emu::shm::open_file(&info.dma_path).unwrap(),
-        info.dma_len,
-    )
-    .unwrap();
-    let mmio = nic_emu::shm::map(
-        &nic_emu::shm::open_file(&info.mmio_path).unwrap(),
-        layout::MMIO_FILE_LEN,
-    )
-    .unwrap();
-    // SAFETY: the mapping holds a whole MmioQueue; its fields are atomics.
-    let q = unsafe { &*(mmio.as_ptr() as *const MmioQueue) };
-    let mut prod = 0u32;
-    let mut write = |addr: u32, value: u32| {
-        let en = &q.entries[prod as usize % layout::MMIO_QUEUE_LEN];
-        en.word
-            .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
-        prod += 1;
-        q.producer.0.store(prod, Ordering::Release);
-    };
-    let desc_at = |off: usize| {
-        // SAFETY: `off` is 16 B aligned and inside the 4 MiB mapping.
-        unsafe { &*(region.as_ptr().add(off) as *const Descriptor) }
-    };
+        },
+    );
+    let info = raw.info.clone();
     let (tx_notif_ring, rx_ring, tx_ring) = (0x1000usize, 0x10000usize, 0x20000usize);
     let dq = layout::DESC_QUEUE_BASE + info.desc_queue_base;
     let nb = layout::NBUF_QUEUE_BASE + info.nbuf_id;
@@ -161,19 +129,20 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
         } else {
             (rng.next() % (info.dma_len as u64 - 4096)) + 64
         };
-        desc_at(rx_ring + i * 16).qw0.store(addr, Ordering::Relaxed);
-        desc_at(rx_ring + i * 16).qw1.store(0, Ordering::Relaxed);
+        raw.desc(rx_ring + i * 16)
+            .qw0
+            .store(addr, Ordering::Relaxed);
+        raw.desc(rx_ring + i * 16).qw1.store(0, Ordering::Relaxed);
     }
     let bits = 1 | 8 << desc::LOG2_SHIFT; // port 1, 256 entries
-    write(layout::reg_addr(dq, reg::RX_MEM_LOW), rx_ring as u32 | bits);
-    write(layout::reg_addr(dq, reg::RX_MEM_HIGH), 0);
-    write(layout::reg_addr(dq, reg::RX_TAIL), 255);
+    raw.write(layout::reg_addr(dq, reg::RX_MEM_LOW), rx_ring as u32 | bits);
+    raw.write(layout::reg_addr(dq, reg::RX_MEM_HIGH), 0);
+    raw.write(layout::reg_addr(dq, reg::RX_TAIL), 255);
     // Make the queue a fallback target of port 1 through a configuration
     // notification.
-    write(layout::reg_addr(nb, reg::TX_MEM_LOW), tx_notif_ring as u32);
-    write(layout::reg_addr(nb, reg::TX_MEM_HIGH), 0);
-    // SAFETY: slot 0 of the TX notification ring, inside the mapping.
-    let n = unsafe { &*(region.as_ptr().add(tx_notif_ring) as *const TxNotification) };
+    raw.write(layout::reg_addr(nb, reg::TX_MEM_LOW), tx_notif_ring as u32);
+    raw.write(layout::reg_addr(nb, reg::TX_MEM_HIGH), 0);
+    let n = raw.tx_notif(tx_notif_ring);
     n.config_id.store(config::FALLBACK, Ordering::Relaxed);
     n.args[0].store(config::FALLBACK_ADD, Ordering::Relaxed);
     n.args[1].store(
@@ -181,19 +150,19 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
         Ordering::Relaxed,
     );
     n.signal.store(layout::signal::CONFIG, Ordering::Relaxed);
-    write(layout::reg_addr(nb, reg::TX_TAIL), 1);
+    raw.write(layout::reg_addr(nb, reg::TX_TAIL), 1);
     // TX descriptors with random addresses, lengths and flags.
     for i in 0..256 {
-        desc_at(tx_ring + i * 16)
+        raw.desc(tx_ring + i * 16)
             .qw0
             .store(rng.next() % (2 * info.dma_len as u64), Ordering::Relaxed);
-        desc_at(tx_ring + i * 16)
+        raw.desc(tx_ring + i * 16)
             .qw1
             .store(rng.next() & 0x0fff_ffff, Ordering::Relaxed);
     }
-    write(layout::reg_addr(dq, reg::TX_MEM_LOW), tx_ring as u32 | bits);
-    write(layout::reg_addr(dq, reg::TX_MEM_HIGH), 0);
-    write(layout::reg_addr(dq, reg::TX_TAIL), 255);
+    raw.write(layout::reg_addr(dq, reg::TX_MEM_LOW), tx_ring as u32 | bits);
+    raw.write(layout::reg_addr(dq, reg::TX_MEM_HIGH), 0);
+    raw.write(layout::reg_addr(dq, reg::TX_TAIL), 255);
 
     run(&mut e, &mut victim, 5_000_000);
     let s = e.stats();
