@@ -183,6 +183,25 @@ pub struct DeviceConfig {
     pub desc_fetch: u32,
     /// Packetized interface: RX descriptor write-backs per TLP at most.
     pub desc_writeback: u32,
+    /// While the engine is busy it applies posted register writes (head and
+    /// tail updates, doorbells) after writing this many flits of frames (at
+    /// most an eighth of a pipe)...
+    #[serde(default = "default_register_poll_flits")]
+    pub register_poll_flits: u32,
+    /// ...or after this many ns, whichever comes first. When it has nothing
+    /// else to do it looks every step. Like the interconnect latency of a
+    /// real NIC, this only delays when a register write takes effect; 0 for
+    /// either makes the engine look every step.
+    #[serde(default = "default_register_poll_ns")]
+    pub register_poll_ns: u64,
+}
+
+fn default_register_poll_flits() -> u32 {
+    1024
+}
+
+fn default_register_poll_ns() -> u64 {
+    50_000
 }
 
 impl DeviceConfig {
@@ -200,6 +219,8 @@ impl DeviceConfig {
             pcie: pcie_model::LinkConfig::default(),
             desc_fetch: 4,
             desc_writeback: 1,
+            register_poll_flits: default_register_poll_flits(),
+            register_poll_ns: default_register_poll_ns(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::config::{GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
 use crate::counters::{GeneratorCounters, PortCounters};
+use crate::steering::SteerMemo;
 use crate::testframe::{FrameKind, TestFrames};
 use crate::wire::{Classified, MAX_FRAME};
 
@@ -91,7 +92,7 @@ pub struct Generator {
     /// Cached frames by (kind, size index, flow) when that space is small,
     /// with their classification (headers do not change with the sequence
     /// number, so neither does it).
-    templates: Vec<Option<(Box<[u8]>, Option<Classified>)>>,
+    templates: Vec<Option<Template>>,
     cache_sizes: Vec<usize>,
     start_ns: Option<u64>,
     /// Round-trip times of returned frames (ns), when timestamping.
@@ -107,6 +108,19 @@ pub struct Generator {
 }
 
 const TEMPLATE_CACHE_MAX: usize = 1 << 16;
+
+/// A cached frame: its bytes (the sequence number is patched in before
+/// each send), its classification and the NIC's steering decision for it.
+#[derive(Debug)]
+struct Template {
+    bytes: Box<[u8]>,
+    class: Option<Classified>,
+    steer: SteerMemo,
+}
+
+/// What the NIC may reuse about a generated frame: its classification and
+/// a place to remember where it was steered.
+pub type Precomputed<'a> = (&'a Classified, &'a mut SteerMemo);
 
 impl Generator {
     pub fn new(cfg: GeneratorConfig) -> Self {
@@ -212,7 +226,7 @@ impl Generator {
         &mut self,
         now_ns: u64,
         clock: &crate::engine::Clock,
-        mut deliver: impl FnMut(&[u8], Option<&Classified>),
+        mut deliver: impl FnMut(&[u8], Option<Precomputed<'_>>),
     ) -> usize {
         let n = self.allowance(now_ns);
         for _ in 0..n {
@@ -230,7 +244,7 @@ impl Generator {
                 (crate::config::mix64(seq ^ 0x5555) % nk as u64) as usize
             };
             let kind = self.cfg.kinds[ki];
-            let (frame, class): (&mut [u8], Option<&Classified>) = if self.templates.is_empty() {
+            let (frame, pre): (&mut [u8], Option<Precomputed<'_>>) = if self.templates.is_empty() {
                 let len = self.cfg.sizes.size_for(seq);
                 let n = self.frames.build(kind, seq, flow, len, &mut self.scratch);
                 (&mut self.scratch[..n], None)
@@ -248,12 +262,17 @@ impl Generator {
                         .frames
                         .build(kind, seq, flow, self.cache_sizes[si], &mut b);
                     b.truncate(n);
-                    let c = crate::wire::classify_full(&b).ok();
-                    *slot = Some((b.into_boxed_slice(), c));
+                    let class = crate::wire::classify_full(&b).ok();
+                    *slot = Some(Template {
+                        bytes: b.into_boxed_slice(),
+                        class,
+                        steer: SteerMemo::default(),
+                    });
                 }
-                let (t, c) = slot.as_mut().expect("template just filled");
-                patch_seq(t, kind, seq);
-                (&mut t[..], c.as_ref())
+                let t = slot.as_mut().expect("template just filled");
+                patch_seq(&mut t.bytes, kind, seq);
+                let pre = t.class.as_ref().map(|c| (c, &mut t.steer));
+                (&mut t.bytes[..], pre)
             };
             if self.rtt.is_some() && kind == FrameKind::Ipv4Udp {
                 // The send time of this frame (not of the engine step).
@@ -262,7 +281,7 @@ impl Generator {
             }
             self.counters.sent += 1;
             self.counters.sent_bytes += frame.len() as u64;
-            deliver(frame, class);
+            deliver(frame, pre);
         }
         n as usize
     }

@@ -36,6 +36,9 @@ struct Slot {
 pub struct FlowTable {
     slots: Box<[Slot]>,
     len: usize,
+    /// Bumped by every change, so a decision remembered with the version it
+    /// was made under ([`SteerMemo`]) is known to be still right.
+    version: u64,
 }
 
 impl Default for FlowTable {
@@ -43,6 +46,7 @@ impl Default for FlowTable {
         Self {
             slots: vec![Slot::default(); FLOW_TABLE_SIZE].into_boxed_slice(),
             len: 0,
+            version: 1,
         }
     }
 }
@@ -106,6 +110,7 @@ impl FlowTable {
 
     /// Installs or replaces the rule for `rule` (as given by an application).
     pub fn bind(&mut self, port: u16, rule: &FiveTuple, pipe: u32) -> Result<(), BindError> {
+        self.version += 1;
         let key = rule_key(rule);
         let mut i = slot_hash(&key, port) & Self::MASK;
         loop {
@@ -138,6 +143,7 @@ impl FlowTable {
 
     /// Removes the rule for `rule`; returns the pipe it pointed to.
     pub fn unbind(&mut self, port: u16, rule: &FiveTuple) -> Option<u32> {
+        self.version += 1;
         let key = rule_key(rule);
         let mut i = slot_hash(&key, port) & Self::MASK;
         loop {
@@ -177,6 +183,7 @@ impl FlowTable {
 
     /// Removes every rule pointing to a pipe for which `gone` is true.
     pub fn retain(&mut self, gone: impl Fn(u32) -> bool) {
+        self.version += 1;
         let mut i = 0;
         while i < FLOW_TABLE_SIZE {
             let s = self.slots[i];
@@ -215,26 +222,43 @@ impl FlowTable {
 }
 
 /// Fallback pipes and how one is chosen.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Fallback {
     pipes: Vec<u32>,
     round_robin: bool,
     next: usize,
+    /// Bumped by every change (see [`FlowTable`]'s).
+    version: u64,
+}
+
+impl Default for Fallback {
+    fn default() -> Self {
+        Self {
+            pipes: Vec::new(),
+            round_robin: false,
+            next: 0,
+            version: 1,
+        }
+    }
 }
 
 impl Fallback {
     pub fn add(&mut self, pipe: u32) {
+        self.version += 1;
         if !self.pipes.contains(&pipe) {
             self.pipes.push(pipe);
         }
     }
     pub fn remove(&mut self, pipe: u32) {
+        self.version += 1;
         self.pipes.retain(|&p| p != pipe);
     }
     pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.version += 1;
         self.pipes.retain(|&p| keep(p));
     }
     pub fn set_round_robin(&mut self, rr: bool) {
+        self.version += 1;
         self.round_robin = rr;
     }
     pub fn len(&self) -> usize {
@@ -278,6 +302,52 @@ pub fn steer_classified(
         }
     }
     fallback.choose(c.hash)
+}
+
+/// A steering decision remembered for frames with identical headers (the
+/// generator's templates): valid while neither the flow table nor the
+/// port's fallback pipes have changed since. The NIC's decision is the same
+/// either way; remembering it only saves the emulator the lookup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SteerMemo {
+    flows: u64,
+    fallback: u64,
+    target: u32,
+}
+
+/// [`steer_classified`] for frames whose headers equal those `memo` was
+/// filled for (by this function, on the same port). A round-robin fallback
+/// choice is never remembered: it changes with every frame.
+#[inline]
+pub fn steer_memo(
+    table: &FlowTable,
+    fallback: &mut Fallback,
+    port: u16,
+    c: &crate::wire::Classified,
+    memo: &mut SteerMemo,
+) -> Option<u32> {
+    if memo.flows == table.version && memo.fallback == fallback.version {
+        return Some(memo.target);
+    }
+    let matched = match &c.key {
+        SteerKey::Ipv4 { tuple, syn } => table.lookup(port, tuple, *syn),
+        SteerKey::Other { .. } => None,
+    };
+    let (target, fixed) = match matched {
+        Some(t) => (t, true),
+        None => (
+            fallback.choose(c.hash)?,
+            !fallback.round_robin || fallback.pipes.len() == 1,
+        ),
+    };
+    if fixed {
+        *memo = SteerMemo {
+            flows: table.version,
+            fallback: fallback.version,
+            target,
+        };
+    }
+    Some(target)
 }
 
 /// The pipe a frame goes to, or `None` if it is to be dropped.

@@ -264,6 +264,9 @@ fn generator_measures_round_trip_times() {
     // busy pipe's next batch waits for the head write: that is the cost the
     // latency experiment measures.)
     cfg.notification_mode = nic_emu::NotificationMode::PerPacket;
+    // And the engine applies the TX tail write in the very next step, even
+    // though its generator keeps it busy.
+    cfg.register_poll_flits = 0;
     let mut e = Engine::new(cfg).unwrap();
     let t = Arc::new(AtomicU64::new(1_000_000));
     e.set_clock(Clock::Manual(t.clone()));
@@ -393,4 +396,55 @@ fn stream_pipe_carries_payloads_contiguously() {
         .pipes
         .iter()
         .any(|p| p.counters.rx_bytes == text.len() as u64));
+}
+
+/// The step (counting from 1) in which a head write posted after the first
+/// step takes effect, with the generator keeping the engine busy.
+fn step_applying_a_head_write(poll_flits: u32) -> usize {
+    let g = nic_emu::GeneratorConfig {
+        sizes: nic_emu::SizeSpec::Fixed(64), // one flit each
+        burst: 4,
+        max_in_flight: None,
+        paused: true,
+        ..Default::default()
+    };
+    let (mut cfg, _d) = device("poll", vec![WireConfig::Generator(g)]);
+    cfg.register_poll_flits = poll_flits;
+    cfg.register_poll_ns = u64::MAX;
+    let mut e = Engine::new(cfg).unwrap();
+    e.set_clock(Clock::Manual(Arc::new(AtomicU64::new(1_000_000))));
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let p = dev.alloc_rx_pipe(true).unwrap();
+    e.run_until_idle(10);
+    e.set_generators_paused(false);
+    let head_writes = |e: &Engine| -> u64 {
+        e.stats().apps[0]
+            .pipes
+            .iter()
+            .map(|p| p.counters.head_writes)
+            .sum()
+    };
+    e.step();
+    let n = dev.recv(p).unwrap().len();
+    // The first frame is notified at once; the next three wait for this
+    // head write (reactive notifications).
+    assert_eq!(n, 64);
+    dev.free(p, n).unwrap();
+    let before = head_writes(&e);
+    for step in 2..100 {
+        e.step();
+        if head_writes(&e) > before {
+            return step;
+        }
+    }
+    panic!("the head write was never applied");
+}
+
+#[test]
+fn a_busy_engine_applies_posted_writes_after_a_bounded_number_of_flits() {
+    // Looking every step: the next step applies it.
+    assert_eq!(step_applying_a_head_write(0), 2);
+    // Looking every 32 flits (8 steps of 4 frames): the engine last looked
+    // at the start of step 1, so it looks again at the start of step 9.
+    assert_eq!(step_applying_a_head_write(32), 9);
 }

@@ -23,7 +23,9 @@ fn enso_echo_with_k_packets_per_notification_matches_the_model() {
             paused: true,
             ..Default::default()
         };
-        let (cfg, _d) = generator_device("pcie-enso", g);
+        let (mut cfg, _d) = generator_device("pcie-enso", g);
+        // The scenario needs every register write applied in the next step.
+        cfg.register_poll_flits = 0;
         let mut e = Engine::new(cfg).unwrap();
         let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
         dev.set_prefetch(false);
@@ -93,6 +95,8 @@ fn packetized_echo_with_full_bursts_matches_the_model() {
         let (mut cfg, _d) = generator_device("pcie-pkt", g);
         cfg.desc_writeback = w;
         cfg.desc_fetch = 4;
+        // The scenario needs every doorbell applied in the next step.
+        cfg.register_poll_flits = 0;
         let mut e = Engine::new(cfg).unwrap();
         let dev = Device::attach_engine(&mut e, pkt_opts(1, 1024)).unwrap();
         let mut d = PacketizedDriver::new(dev, 32);

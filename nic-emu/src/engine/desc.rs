@@ -142,6 +142,9 @@ impl Core {
     /// The RX path into descriptor queue `q`.
     #[inline]
     pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) {
+        if self.dqs[q].rx_ring != 0 && self.dqs[q].rx_head == self.dqs[q].rx_tail {
+            self.look_before_drop(self.dqs[q].owner as usize);
+        }
         let dq = &mut self.dqs[q];
         let qc = &mut self.dq_counters[q];
         if dq.rx_ring == 0 {
@@ -186,6 +189,7 @@ impl Core {
             qc.rx_frames += 1;
             qc.rx_bytes += len as u64;
             self.frames += 1;
+            self.flits_in += crate::wire::flits(len) as u64;
         }
         if dq.rx_wb_pending == 0 {
             dq.rx_wb_first = dq.rx_head;
