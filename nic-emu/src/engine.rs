@@ -27,6 +27,9 @@ use desc::DescQueue;
 
 /// Frames moved per port per step at most.
 const RX_BUDGET: usize = 64;
+/// A step that did at least this much work means the engine is saturated:
+/// only then does it defer looking at posted register writes.
+const SATURATED_STEP_WORK: usize = 32;
 /// Frames transmitted per application per step at most.
 const TX_BUDGET: usize = 64;
 /// Posted register writes applied per application per step at most.
@@ -326,6 +329,8 @@ pub struct Engine {
     counters: EngineCounters,
     last_step_ns: u64,
     last_step_busy: bool,
+    /// Work (frames, register writes) done by the last step.
+    last_step_work: usize,
     /// `Core::flits_in` and the time when the engine last looked at posted
     /// register writes (see [`DeviceConfig::register_poll_flits`]), and how
     /// many flits it may write before it looks again.
@@ -391,6 +396,7 @@ impl Engine {
             counters: EngineCounters::default(),
             last_step_ns: crate::monotonic_ns(),
             last_step_busy: false,
+            last_step_work: 0,
             flits_at_poll: 0,
             last_poll_ns: 0,
             // An eighth of a pipe: far from filling one before head updates
@@ -560,15 +566,16 @@ impl Engine {
         self.core.now = now;
         self.core.step_no = self.counters.steps;
         // Posted register writes are looked at every step while the engine
-        // has little to do, and after `register_poll_flits` flits of frames
-        // (or `register_poll_ns`) while it is busy. Looking at them, and the
+        // keeps up (its last step did less than SATURATED_STEP_WORK), and
+        // after `register_poll_flits` flits of frames (or `register_poll_ns`)
+        // while it is saturated. Looking at them, and the
         // notification a head update triggers, cost this core cross-core
         // misses; with an application that keeps up, batches stayed at ~16
         // frames and that per-batch cost dominated (64 B rx: 54 ns per frame
         // at 16 frames per notification, 25 ns at 500). A step that finds no
         // other work always looks, and so does a frame about to be dropped
         // for lack of room, so deferring never costs a frame.
-        let poll = !self.last_step_busy
+        let poll = self.last_step_work < SATURATED_STEP_WORK
             || self.core.flits_in - self.flits_at_poll >= self.poll_flits
             || now.saturating_sub(self.last_poll_ns) >= self.cfg.register_poll_ns;
         if poll {
@@ -609,6 +616,7 @@ impl Engine {
         }
         self.counters.steps += 1;
         self.last_step_busy = work > 0;
+        self.last_step_work = work;
         if work > 0 {
             self.counters.busy_steps += 1;
         }

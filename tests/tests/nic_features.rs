@@ -399,11 +399,11 @@ fn stream_pipe_carries_payloads_contiguously() {
 }
 
 /// The step (counting from 1) in which a head write posted after the first
-/// step takes effect, with the generator keeping the engine busy.
-fn step_applying_a_head_write(poll_flits: u32) -> usize {
+/// step takes effect, with the generator sending `burst` frames every step.
+fn step_applying_a_head_write(burst: usize, poll_flits: u32) -> usize {
     let g = nic_emu::GeneratorConfig {
         sizes: nic_emu::SizeSpec::Fixed(64), // one flit each
-        burst: 4,
+        burst,
         max_in_flight: None,
         paused: true,
         ..Default::default()
@@ -426,8 +426,8 @@ fn step_applying_a_head_write(poll_flits: u32) -> usize {
     };
     e.step();
     let n = dev.recv(p).unwrap().len();
-    // The first frame is notified at once; the next three wait for this
-    // head write (reactive notifications).
+    // The first frame is notified at once; the others wait for this head
+    // write (reactive notifications).
     assert_eq!(n, 64);
     dev.free(p, n).unwrap();
     let before = head_writes(&e);
@@ -441,10 +441,12 @@ fn step_applying_a_head_write(poll_flits: u32) -> usize {
 }
 
 #[test]
-fn a_busy_engine_applies_posted_writes_after_a_bounded_number_of_flits() {
+fn a_saturated_engine_applies_posted_writes_after_a_bounded_number_of_flits() {
     // Looking every step: the next step applies it.
-    assert_eq!(step_applying_a_head_write(0), 2);
-    // Looking every 32 flits (8 steps of 4 frames): the engine last looked
-    // at the start of step 1, so it looks again at the start of step 9.
-    assert_eq!(step_applying_a_head_write(32), 9);
+    assert_eq!(step_applying_a_head_write(32, 0), 2);
+    // Saturated (32 frames a step) and looking every 128 flits: it looked
+    // at the start of step 1 and looks again at the start of step 5.
+    assert_eq!(step_applying_a_head_write(32, 128), 5);
+    // Keeping up (4 frames a step): it looks every step whatever the limit.
+    assert_eq!(step_applying_a_head_write(4, 128), 2);
 }
