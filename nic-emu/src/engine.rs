@@ -399,9 +399,7 @@ impl Engine {
             last_step_work: 0,
             flits_at_poll: 0,
             last_poll_ns: 0,
-            // An eighth of a pipe: far from filling one before head updates
-            // are applied.
-            poll_flits: u64::from(cfg.register_poll_flits).min((cfg.pipe_size / FLIT / 8) as u64),
+            poll_flits: poll_flits(&cfg),
             pipe_used: vec![false; layout::MAX_PIPES as usize],
             nbuf_used: vec![false; layout::MAX_NBUFS as usize],
             desc_used: vec![false; layout::MAX_DESC_QUEUES as usize],
@@ -1599,6 +1597,23 @@ fn write_ring(
             rest.next_multiple_of(round) as u64,
         );
     }
+}
+
+/// Flits a saturated engine writes between looks at posted register writes:
+/// the configured limit, but at most an eighth of a pipe (far from filling
+/// one before head updates are applied) and a quarter of any generator's
+/// in-flight window (a closed loop that waits on register writes for its
+/// window to reopen would otherwise be paced by the looks, not the NIC).
+fn poll_flits(cfg: &DeviceConfig) -> u64 {
+    let mut n = u64::from(cfg.register_poll_flits).min((cfg.pipe_size / FLIT / 8) as u64);
+    for w in &cfg.ports {
+        if let crate::config::WireConfig::Generator(g) = w {
+            if let Some(window) = g.max_in_flight {
+                n = n.min(window / 4);
+            }
+        }
+    }
+    n
 }
 
 /// The UDP payload of an IPv4 or IPv6 frame (untagged).
