@@ -248,6 +248,13 @@ impl App {
     }
 }
 
+/// What had no room for a frame.
+#[derive(Clone, Copy, Debug)]
+enum Full {
+    Pipe,
+    NotificationRing,
+}
+
 /// An event of the notification protocol, recorded when tracing is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
@@ -824,7 +831,7 @@ impl TokenBucket {
 impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
     /// its pipe, or count why not.
-    #[inline]
+    #[inline(always)]
     fn deliver(
         &mut self,
         port: usize,
@@ -864,37 +871,41 @@ impl Core {
             return;
         }
         let pid = pid as usize;
-        if self.pipe_lacks_room(pid, place.flits) {
-            self.look_before_drop(self.pipes[pid].owner as usize);
-        }
-        let pipe = &mut self.pipes[pid];
-        let pcs = &mut self.pipe_counters[pid];
-        if pipe.base == 0 {
-            pc.drop_no_match += 1;
-            return;
-        }
-        let Some(app) = self.apps[pipe.owner as usize].as_mut() else {
-            pc.drop_no_match += 1;
-            return;
-        };
-        if pipe.stream {
-            self.deliver_stream(pid, frame);
-            return;
-        }
-        let mask = self.pipe_flits - 1;
-        let free = pipe.head.wrapping_sub(pipe.tail).wrapping_sub(1) & mask;
-        if place.flits as u32 > free {
-            pcs.drop_pipe_full += 1;
-            return;
-        }
-        let notify = self.per_packet || !pipe.outstanding;
-        if notify {
-            let nb = &app.nb;
-            if nb.rx_ring == 0 || (nb.rx_tail + 1) & self.ring_mask == nb.rx_head {
-                pcs.drop_notif_ring_full += 1;
+        // Where it goes and whether it fits; if not, apply the application's
+        // posted writes (it may have freed room) and decide again, once.
+        let mut looked = false;
+        let (owner, notify) = loop {
+            let p = &self.pipes[pid];
+            let owner = p.owner as usize;
+            if p.base == 0 || self.apps[owner].is_none() {
+                pc.drop_no_match += 1;
                 return;
             }
-        }
+            if p.stream {
+                self.deliver_stream(pid, frame);
+                return;
+            }
+            let notify = self.per_packet || !p.outstanding;
+            match self.lacks_room(pid, owner, place.flits, notify) {
+                None => break (owner, notify),
+                Some(_) if !looked => {
+                    looked = true;
+                    self.look_before_drop(owner);
+                }
+                Some(full) => {
+                    let pcs = &mut self.pipe_counters[pid];
+                    match full {
+                        Full::Pipe => pcs.drop_pipe_full += 1,
+                        Full::NotificationRing => pcs.drop_notif_ring_full += 1,
+                    }
+                    return;
+                }
+            }
+        };
+        let pipe = &mut self.pipes[pid];
+        let pcs = &mut self.pipe_counters[pid];
+        let app = self.apps[owner].as_mut().expect("checked above");
+        let mask = self.pipe_flits - 1;
         // DMA the frame: bursts never cross the end of the ring.
         let mut tail = pipe.tail;
         if place.marker {
@@ -959,25 +970,23 @@ impl Core {
         }
     }
 
-    /// Whether a frame of `flits` would be dropped by enabled frame pipe
-    /// `pid` for lack of room in it or in its notification ring.
+    /// What a frame of `flits` for enabled frame pipe `pid` of application
+    /// `owner` finds full, if anything (the notification ring only matters
+    /// when the frame is to be `notify`-ed).
     #[inline]
-    fn pipe_lacks_room(&self, pid: usize, flits: usize) -> bool {
+    fn lacks_room(&self, pid: usize, owner: usize, flits: usize, notify: bool) -> Option<Full> {
         let p = &self.pipes[pid];
-        if p.base == 0 || p.stream {
-            return false;
-        }
         let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (self.pipe_flits - 1);
         if flits as u32 > free {
-            return true;
+            return Some(Full::Pipe);
         }
-        if self.per_packet || !p.outstanding {
-            if let Some(app) = self.apps[p.owner as usize].as_ref() {
-                let nb = &app.nb;
-                return nb.rx_ring != 0 && (nb.rx_tail + 1) & self.ring_mask == nb.rx_head;
+        if notify {
+            let nb = &self.apps[owner].as_ref()?.nb;
+            if nb.rx_ring == 0 || (nb.rx_tail + 1) & self.ring_mask == nb.rx_head {
+                return Some(Full::NotificationRing);
             }
         }
-        false
+        None
     }
 
     /// A frame for application `slot` is about to be dropped for lack of
@@ -1571,7 +1580,7 @@ fn visible_at(clock: &Clock, latency: u64) -> u64 {
 /// starting at `pos`, in two bursts if it wraps (a burst never crosses the
 /// end); each burst is accounted rounded up to `round` bytes (64 for a frame
 /// pipe, whose frames occupy whole flits; 1 for a stream pipe).
-#[inline]
+#[inline(always)]
 fn write_ring(
     app: &App,
     pcie: &mut PcieCounters,

@@ -287,7 +287,7 @@ impl Generator {
     }
 
     /// Checks a frame the NIC sent back (at `now`, ns).
-    #[inline]
+    #[inline(always)]
     pub fn on_return(&mut self, frame: &[u8], now: u64) {
         let skip = self.rtt.is_some().then_some(TS_OFFSET..TS_OFFSET + 4);
         let v = match self.cfg.verify {
@@ -410,7 +410,7 @@ impl Port {
 }
 
 /// Sends `frame` out of port `from` at time `now` (ns).
-#[inline]
+#[inline(always)]
 pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
     let p = &mut ports[from];
     p.counters.tx_frames += 1;

@@ -140,7 +140,7 @@ impl Core {
     }
 
     /// The RX path into descriptor queue `q`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) {
         if self.dqs[q].rx_ring != 0 && self.dqs[q].rx_head == self.dqs[q].rx_tail {
             self.look_before_drop(self.dqs[q].owner as usize);
