@@ -63,7 +63,15 @@ const QUICK_ECHO: &[&str] = &[
     "--trial-ms",
     "80",
 ];
-const QUICK_RX: &[&str] = &["--mode", "rx", "--duration-ms", "800", "--trial-ms", "80"];
+const QUICK_RX: &[&str] = &["--duration-ms", "800", "--trial-ms", "80"];
+/// What the echo and rx runs always measure (quick or full).
+const ECHO_ARGS: &[&str] = &["--interface", "both"];
+const RX_ARGS: &[&str] = &["--interface", "both", "--mode", "rx"];
+
+/// `always` followed by `extra`.
+fn with(always: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
+    always.iter().chain(extra).copied().collect()
+}
 const QUICK_LATENCY: &[&str] = &[
     "--trial-ms",
     "100",
@@ -129,7 +137,12 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
         }
     };
 
-    let a: echo::EchoArgs = parse(&words(&args.common, &root, "echo", quick(QUICK_ECHO)))?;
+    let a: echo::EchoArgs = parse(&words(
+        &args.common,
+        &root,
+        "echo",
+        &with(ECHO_ARGS, quick(QUICK_ECHO)),
+    ))?;
     let r = echo::measure(&a).and_then(|o| {
         if !json {
             echo::print(&a, &o);
@@ -140,7 +153,12 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("echo", r, &mut out);
 
-    let a: echo::EchoArgs = parse(&words(&args.common, &root, "echo-rx", quick(QUICK_RX)))?;
+    let a: echo::EchoArgs = parse(&words(
+        &args.common,
+        &root,
+        "echo-rx",
+        &with(RX_ARGS, quick(QUICK_RX)),
+    ))?;
     let r = echo::measure(&a).and_then(|o| {
         if !json {
             echo::print(&a, &o);
@@ -221,6 +239,12 @@ mod tests {
         let root = std::path::Path::new("/tmp/x");
         let a: echo::EchoArgs = parse(&words(&common, root, "echo", QUICK_ECHO)).unwrap();
         assert_eq!(a.trial_ms, 80);
+        // Quick or full, the echo and rx runs compare both interfaces.
+        for (always, mode) in [(ECHO_ARGS, "echo"), (RX_ARGS, "rx")] {
+            let a: echo::EchoArgs = parse(&words(&common, root, "x", &with(always, &[]))).unwrap();
+            assert!(matches!(a.interface, echo::Which::Both));
+            assert_eq!(format!("{:?}", a.mode).to_lowercase(), mode);
+        }
         assert_eq!(a.pipes, 2, "the default");
         assert!(a.common.json);
         assert_eq!(a.out.as_deref(), Some(std::path::Path::new("/tmp/x/echo")));

@@ -40,8 +40,10 @@ impl Which {
 pub(crate) struct EchoArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Interface(s) to measure (interleaved with the reference ring).
-    #[arg(long, value_enum, default_value_t = Which::Both)]
+    /// Interface(s) to measure (interleaved with the reference ring). With
+    /// one interface `--json` prints one object; with both, an array of
+    /// two, each carrying `speedup`.
+    #[arg(long, value_enum, default_value_t = Which::Enso)]
     pub(crate) interface: Which,
     /// echo: the application sends every frame back to the generator; rx:
     /// it receives, touches and frees every frame.
