@@ -1383,11 +1383,19 @@ impl Core {
             if asm.need == 0 {
                 let k = (FLIT - asm.fill).min(avail);
                 // In bounds: `addr..addr + len` was checked when read.
-                read_region(
-                    &app.region,
-                    c.addr + c.off,
-                    &mut asm.buf[asm.fill..asm.fill + k],
-                );
+                if k == FLIT {
+                    // The usual case, a whole first flit: a fixed-size copy
+                    // the compiler inlines (no call into `memcpy`).
+                    let flit: &mut [u8; FLIT] =
+                        (&mut asm.buf[..FLIT]).try_into().expect("FLIT bytes");
+                    read_region(&app.region, c.addr + c.off, flit);
+                } else {
+                    read_region(
+                        &app.region,
+                        c.addr + c.off,
+                        &mut asm.buf[asm.fill..asm.fill + k],
+                    );
+                }
                 asm.fill += k;
                 c.off += k;
                 match wire::delimit(&asm.buf[..asm.fill]) {
@@ -1651,8 +1659,9 @@ fn udp_payload(frame: &[u8]) -> Option<&[u8]> {
     frame.get(start..end)
 }
 
-#[inline]
-fn read_region(region: &MmapRaw, off: usize, dst: &mut [u8]) {
+#[inline(always)]
+fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize, dst: &mut B) {
+    let dst = dst.as_mut();
     // SAFETY: callers pass ranges inside a TX notification whose
     // `address..address + length` was checked against the region. Bytes are
     // untrusted plain data (see `App::read`).
