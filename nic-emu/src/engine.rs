@@ -335,8 +335,7 @@ pub struct Engine {
     ports: Vec<Port>,
     counters: EngineCounters,
     last_step_ns: u64,
-    last_step_busy: bool,
-    /// Work (frames, register writes) done by the last step.
+    /// Work (frames, register writes) done by the last step; 0: it was idle.
     last_step_work: usize,
     /// `Core::flits_in` and the time when the engine last looked at posted
     /// register writes (see [`DeviceConfig::register_poll_flits`]), and how
@@ -402,7 +401,6 @@ impl Engine {
             ports,
             counters: EngineCounters::default(),
             last_step_ns: crate::monotonic_ns(),
-            last_step_busy: false,
             last_step_work: 0,
             flits_at_poll: 0,
             last_poll_ns: 0,
@@ -559,7 +557,7 @@ impl Engine {
     /// Runs one bounded slice of work; returns how much was done (0: idle).
     pub fn step(&mut self) -> usize {
         let t = crate::monotonic_ns();
-        if self.last_step_busy {
+        if self.last_step_work > 0 {
             self.counters.busy_ns += t.saturating_sub(self.last_step_ns);
         }
         self.last_step_ns = t;
@@ -573,13 +571,13 @@ impl Engine {
         // Posted register writes are looked at every step while the engine
         // keeps up (its last step did less than SATURATED_STEP_WORK), and
         // after `register_poll_flits` flits of frames (or `register_poll_ns`)
-        // while it is saturated. Looking at them, and the
-        // notification a head update triggers, cost this core cross-core
-        // misses; with an application that keeps up, batches stayed at ~16
-        // frames and that per-batch cost dominated (64 B rx: 54 ns per frame
-        // at 16 frames per notification, 25 ns at 500). A step that finds no
-        // other work always looks, and so does a frame about to be dropped
-        // for lack of room, so deferring never costs a frame.
+        // while it is saturated. Looking at them, and the notification a
+        // head update triggers, cost this core cross-core misses; with an
+        // application that keeps up, batches stayed at ~16 frames and that
+        // per-batch cost dominated (64 B rx: 54 ns per frame at 16 frames
+        // per notification, 25 ns at 500). A step that finds no other work
+        // always looks, and so does a frame about to be dropped for lack of
+        // room, so deferring never costs a frame.
         let poll = self.last_step_work < SATURATED_STEP_WORK
             || self.core.flits_in - self.flits_at_poll >= self.poll_flits
             || now.saturating_sub(self.last_poll_ns) >= self.cfg.register_poll_ns;
@@ -620,7 +618,6 @@ impl Engine {
             work += self.poll_registers(now);
         }
         self.counters.steps += 1;
-        self.last_step_busy = work > 0;
         self.last_step_work = work;
         if work > 0 {
             self.counters.busy_steps += 1;
