@@ -196,12 +196,17 @@ pub struct DeviceConfig {
     pub register_poll_ns: u64,
 }
 
+/// Default of [`DeviceConfig::register_poll_flits`].
+pub const DEFAULT_REGISTER_POLL_FLITS: u32 = 1024;
+/// Default of [`DeviceConfig::register_poll_ns`].
+pub const DEFAULT_REGISTER_POLL_NS: u64 = 50_000;
+
 fn default_register_poll_flits() -> u32 {
-    1024
+    DEFAULT_REGISTER_POLL_FLITS
 }
 
 fn default_register_poll_ns() -> u64 {
-    50_000
+    DEFAULT_REGISTER_POLL_NS
 }
 
 impl DeviceConfig {

@@ -46,6 +46,13 @@ enum Cmd {
         /// Emulated one-way interconnect latency (ns).
         #[arg(long, default_value_t = 0)]
         latency_ns: u64,
+        /// While saturated, apply posted register writes after this many
+        /// flits of received frames (0: every step, as when not saturated).
+        #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_FLITS)]
+        register_poll_flits: u32,
+        /// ... or after this many ns, whichever comes first (0: every step).
+        #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_NS)]
+        register_poll_ns: u64,
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
@@ -96,6 +103,8 @@ fn run(cli: Cli) -> Result<(), String> {
             notif_entries,
             mode,
             latency_ns,
+            register_poll_flits,
+            register_poll_ns,
             core,
             duration_s,
             json,
@@ -112,6 +121,8 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.notif_ring_entries = notif_entries;
             cfg.notification_mode = mode;
             cfg.interconnect_latency_ns = latency_ns;
+            cfg.register_poll_flits = register_poll_flits;
+            cfg.register_poll_ns = register_poll_ns;
             cfg.validate()?;
             // SAFETY: `on_signal` only stores to an atomic, which is
             // async-signal-safe.

@@ -22,6 +22,7 @@ fn run_and_read_stats_from_another_process() {
             "generator:size=64,pps=100000",
         ])
         .args(["--duration-s", "20", "--progress-s", "0"])
+        .args(["--register-poll-flits", "0", "--register-poll-ns", "0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
