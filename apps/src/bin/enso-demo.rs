@@ -87,24 +87,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// RX descriptors per packetized queue.
+const RX_RING: u32 = 1024;
+
 fn trial(
     a: &Args,
     iface: Interface,
     sizes: &nic_emu::SizeSpec,
+    cores: &[core_affinity::CoreId],
 ) -> Result<Trial, Box<dyn std::error::Error>> {
     let g = GeneratorConfig {
         sizes: sizes.clone(),
         flows: a.flows.max(1),
         verify: VerifyLevel::Full,
         paused: true,
-        max_in_flight: Some(2048),
+        // At most what one RX ring holds, so the packetized side never runs
+        // out of descriptors however the flows hash onto its queues.
+        max_in_flight: Some(RX_RING as u64),
         ..Default::default()
     };
     let name = format!("demo-{}-{:?}", std::process::id(), iface).to_lowercase();
     let mut cfg = DeviceConfig::new(name, WireConfig::Generator(g));
     cfg.notification_mode = a.mode;
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let (nic_core, app_core) = match cores.as_slice() {
+    let (nic_core, app_core) = match cores {
         [x, y, ..] => (Some(x.id), Some(*y)),
         _ => (None, None),
     };
@@ -160,7 +165,7 @@ fn trial(
                 pipes: 0,
                 tx_pipes: 0,
                 queues: a.pipes,
-                rx_ring: 1024,
+                rx_ring: RX_RING,
                 tx_ring: 1024,
                 pool_buffers: a.pipes * 4096,
                 ..Default::default()
@@ -228,10 +233,15 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             a.size, a.rounds, a.trial_s, a.pipes, a.flows
         );
     }
+    // The cores this process may use, read once: after the first trial this
+    // thread is pinned to the application's core, and asking again would
+    // list that core alone (leaving the NIC engine on the application's
+    // core in every later trial).
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
     let mut trials: Vec<Trial> = Vec::new();
     for r in 0..a.rounds {
         for &i in &ifaces {
-            let t = trial(&a, i, &sizes)?;
+            let t = trial(&a, i, &sizes, &cores)?;
             if !a.json {
                 eprintln!(
                     "  round {} {:<10} {:>6.2} Mpps  {:>6.2} Gb/s  {} drops, {} corrupt",
