@@ -948,22 +948,8 @@ impl Core {
         }
         if notify {
             let vis = visible_at(&self.clock, self.latency);
-            push_rx_notif(
-                app,
-                &mut self.pcie,
-                self.ring_mask,
-                pid as u32,
-                pipe.tail,
-                vis,
-            );
-            pipe.outstanding = true;
-            pcs.notifications += 1;
-            if let Some(t) = self.trace.as_mut() {
-                t.push(TraceEvent::Notify {
-                    pipe: pid as u32,
-                    tail: pipe.tail,
-                });
-            }
+            let (pcie, trace) = (&mut self.pcie, &mut self.trace);
+            notify_pipe(app, pcie, trace, self.ring_mask, pid, pipe, pcs, vis);
         }
     }
 
@@ -1055,22 +1041,8 @@ impl Core {
         }
         if notify {
             let vis = visible_at(&self.clock, self.latency);
-            push_rx_notif(
-                app,
-                &mut self.pcie,
-                self.ring_mask,
-                pid as u32,
-                pipe.tail,
-                vis,
-            );
-            pipe.outstanding = true;
-            pcs.notifications += 1;
-            if let Some(t) = self.trace.as_mut() {
-                t.push(TraceEvent::Notify {
-                    pipe: pid as u32,
-                    tail: pipe.tail,
-                });
-            }
+            let (pcie, trace) = (&mut self.pcie, &mut self.trace);
+            notify_pipe(app, pcie, trace, self.ring_mask, pid, pipe, pcs, vis);
         }
     }
 
@@ -1663,6 +1635,31 @@ fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize, dst: &mut 
     // `address..address + length` was checked against the region. Bytes are
     // untrusted plain data (see `App::read`).
     unsafe { std::ptr::copy_nonoverlapping(region.as_ptr().add(off), dst.as_mut_ptr(), dst.len()) };
+}
+
+/// Notifies software that pipe `pid` now ends at its tail, and marks the
+/// notification outstanding (the frame and stream RX paths share this).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn notify_pipe(
+    app: &mut App,
+    pcie: &mut PcieCounters,
+    trace: &mut Option<Vec<TraceEvent>>,
+    ring_mask: u32,
+    pid: usize,
+    pipe: &mut PipeState,
+    pcs: &mut PipeCounters,
+    visible_ns: u64,
+) {
+    push_rx_notif(app, pcie, ring_mask, pid as u32, pipe.tail, visible_ns);
+    pipe.outstanding = true;
+    pcs.notifications += 1;
+    if let Some(t) = trace.as_mut() {
+        t.push(TraceEvent::Notify {
+            pipe: pid as u32,
+            tail: pipe.tail,
+        });
+    }
 }
 
 /// Writes an RX notification; false if the ring is full or disabled.
