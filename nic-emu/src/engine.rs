@@ -1333,105 +1333,138 @@ impl Core {
     fn transmit_some(
         &mut self,
         slot: usize,
-        mut c: TxCursor,
+        c: TxCursor,
         ports: &mut [Port],
         budget: usize,
         step_now: u64,
     ) -> usize {
+        // What is at the other end of the port is looked at once per call:
+        // a generator gets the frames straight into its checker.
+        let (sent, bytes) = match &mut ports[c.port].wire {
+            Wire::Generator(g) => {
+                self.transmit_frames(slot, c, budget, step_now, |f, now| g.on_return(f, now))
+            }
+            _ => self.transmit_frames(slot, c, budget, step_now, |f, now| {
+                port::transmit_uncounted(ports, c.port, f, now)
+            }),
+        };
+        let pc = &mut ports[c.port].counters;
+        pc.tx_frames += sent as u64;
+        pc.tx_bytes += bytes;
+        sent
+    }
+
+    /// The body of [`Core::transmit_some`]: reassembles frames from the
+    /// notification's data and hands each to `send` with its send time;
+    /// returns the frames and bytes sent (the caller counts them at the port).
+    #[inline(always)]
+    fn transmit_frames(
+        &mut self,
+        slot: usize,
+        mut c: TxCursor,
+        budget: usize,
+        step_now: u64,
+        mut send: impl FnMut(&[u8], u64),
+    ) -> (usize, u64) {
+        // Neither changes while a notification is transmitted (both are
+        // configured through TX notifications, between them).
+        let ts = self.ts_offset[c.port];
+        let limited = self.limiter[c.port].is_some();
         let app = self.apps[slot].as_mut().expect("caller checked");
-        let mut sent = 0;
         let asm = &mut app.asm;
+        let buf = &mut asm.buf[..];
+        // The assembler's state, kept in locals while frames are read.
+        let (mut fill, mut need, mut start, mut pad) = (asm.fill, asm.need, asm.start, asm.pad);
+        let mut sent = 0;
+        let mut bytes = 0u64;
         while c.off < c.len && sent < budget {
             let avail = c.len - c.off;
-            if asm.pad > 0 {
-                let k = asm.pad.min(avail);
-                asm.pad -= k;
+            if pad > 0 {
+                let k = pad.min(avail);
+                pad -= k;
                 c.off += k;
                 continue;
             }
-            if asm.need == 0 {
-                let k = (FLIT - asm.fill).min(avail);
+            if need == 0 {
+                let k = (FLIT - fill).min(avail);
                 // In bounds: `addr..addr + len` was checked when read.
                 if k == FLIT {
                     // The usual case, a whole first flit: a fixed-size copy
                     // the compiler inlines (no call into `memcpy`).
-                    let flit: &mut [u8; FLIT] =
-                        (&mut asm.buf[..FLIT]).try_into().expect("FLIT bytes");
+                    let flit: &mut [u8; FLIT] = (&mut buf[..FLIT]).try_into().expect("FLIT bytes");
                     read_region(&app.region, c.addr + c.off, flit);
                 } else {
-                    read_region(
-                        &app.region,
-                        c.addr + c.off,
-                        &mut asm.buf[asm.fill..asm.fill + k],
-                    );
+                    read_region(&app.region, c.addr + c.off, &mut buf[fill..fill + k]);
                 }
-                asm.fill += k;
+                fill += k;
                 c.off += k;
-                match wire::delimit(&asm.buf[..asm.fill]) {
+                match wire::delimit(&buf[..fill]) {
                     Ok(d) => {
-                        asm.need = d.start + d.len;
-                        asm.start = d.start;
+                        need = d.start + d.len;
+                        start = d.start;
                     }
-                    Err(FrameError::Truncated) if asm.fill < FLIT => {
+                    Err(FrameError::Truncated) if fill < FLIT => {
                         // Not enough header yet: wait for the next notification.
                         continue;
                     }
                     Err(_) => {
                         app.counters.reject_bad_tx_frame += 1;
-                        asm.reset();
+                        (fill, need, start, pad) = (0, 0, 0, 0);
                         c.off = c.len; // cannot resynchronise: drop the rest
                         break;
                     }
                 }
             }
-            if asm.fill < asm.need {
-                let k = (asm.need - asm.fill).min(c.len - c.off);
-                read_region(
-                    &app.region,
-                    c.addr + c.off,
-                    &mut asm.buf[asm.fill..asm.fill + k],
-                );
-                asm.fill += k;
+            if fill < need {
+                let k = (need - fill).min(c.len - c.off);
+                read_region(&app.region, c.addr + c.off, &mut buf[fill..fill + k]);
+                fill += k;
                 c.off += k;
             }
-            if asm.fill >= asm.need {
-                let len = asm.need - asm.start;
+            if fill >= need {
+                let len = need - start;
                 let mut now = step_now;
-                if let Some(off) = self.ts_offset[c.port] {
+                if let Some(off) = ts {
                     // The send time of this very frame, not of the step.
                     now = self.clock.now_ns();
                     if off + 4 <= len {
                         let stamp = (now as u32).to_le_bytes();
-                        asm.buf[asm.start + off..asm.start + off + 4].copy_from_slice(&stamp);
+                        buf[start + off..start + off + 4].copy_from_slice(&stamp);
                     }
                 }
-                let frame = &asm.buf[asm.start..asm.need];
-                port::transmit(ports, c.port, frame, now);
-                app.counters.tx_frames += 1;
-                app.counters.tx_bytes += frame.len() as u64;
-                let total = FLIT * wire::flits(asm.need - asm.start) + asm.start;
-                asm.pad = total - asm.fill;
-                asm.fill = 0;
-                asm.need = 0;
-                asm.start = 0;
+                send(&buf[start..need], now);
+                bytes += len as u64;
+                let total = FLIT * wire::flits(len) + start;
+                pad = total - fill;
+                fill = 0;
+                need = 0;
+                start = 0;
                 sent += 1;
-                if let Some(tb) = self.limiter[c.port].as_mut() {
-                    if !tb.take(wire::flits(len) as u64) {
-                        break;
+                if limited {
+                    if let Some(tb) = self.limiter[c.port].as_mut() {
+                        if !tb.take(wire::flits(len) as u64) {
+                            break;
+                        }
                     }
                 }
             }
         }
+        app.counters.tx_frames += sent as u64;
+        app.counters.tx_bytes += bytes;
         self.frames += sent as u64;
         if c.off >= c.len {
             // Padding never continues into the next notification.
-            app.asm.pad = 0;
+            pad = 0;
+        }
+        let asm = &mut app.asm;
+        (asm.fill, asm.need, asm.start, asm.pad) = (fill, need, start, pad);
+        if c.off >= c.len {
             app.tx = None;
             self.complete_tx(slot);
         } else {
             app.tx = Some(c);
         }
-        sent
+        (sent, bytes)
     }
 
     /// Completes the TX notification at the head by clearing its signal.

@@ -477,6 +477,14 @@ pub fn transmit(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
     let p = &mut ports[from];
     p.counters.tx_frames += 1;
     p.counters.tx_bytes += frame.len() as u64;
+    transmit_uncounted(ports, from, frame, now);
+}
+
+/// [`transmit`] without counting the frame in the port's `tx_frames` and
+/// `tx_bytes` (the caller counts them).
+#[inline(always)]
+pub fn transmit_uncounted(ports: &mut [Port], from: usize, frame: &[u8], now: u64) {
+    let p = &mut ports[from];
     let dst = match &mut p.wire {
         Wire::Null => {
             p.counters.tx_discarded += 1;
