@@ -606,9 +606,13 @@ impl Engine {
                 work += n;
             }
             if let Wire::Generator(g) = &mut p.wire {
-                let counters = &mut p.counters;
                 let clock = core.clock.clone();
-                work += g.emit(now, &clock, |f, c| core.deliver(i, counters, f, c));
+                let sink = RxSink {
+                    core: &mut *core,
+                    port: i,
+                    counters: &mut p.counters,
+                };
+                work += g.emit_to(now, &clock, sink);
             }
         }
         for slot in 0..core.apps.len() {
@@ -822,6 +826,20 @@ impl TokenBucket {
     fn take(&mut self, flits: u64) -> bool {
         self.tokens -= flits as f64;
         self.tokens > 0.0
+    }
+}
+
+/// The RX path of one port as the destination of its generator's frames.
+struct RxSink<'a> {
+    core: &'a mut Core,
+    port: usize,
+    counters: &'a mut PortCounters,
+}
+
+impl port::FrameSink for RxSink<'_> {
+    #[inline(always)]
+    fn frame(&mut self, frame: &[u8], pre: Option<port::Precomputed<'_>>) {
+        self.core.deliver(self.port, self.counters, frame, pre);
     }
 }
 

@@ -134,6 +134,20 @@ impl Template {
     }
 }
 
+/// Where a generator's frames go: a closure, or the NIC's RX path (a type
+/// whose method is always inlined into the generator's loops, which a
+/// closure's body is not).
+pub trait FrameSink {
+    fn frame(&mut self, frame: &[u8], pre: Option<Precomputed<'_>>);
+}
+
+impl<F: FnMut(&[u8], Option<Precomputed<'_>>)> FrameSink for F {
+    #[inline(always)]
+    fn frame(&mut self, frame: &[u8], pre: Option<Precomputed<'_>>) {
+        self(frame, pre)
+    }
+}
+
 /// What the NIC may reuse about a generated frame: its classification and
 /// a place to remember where it was steered.
 pub type Precomputed<'a> = (&'a Classified, &'a mut SteerMemo);
@@ -242,7 +256,18 @@ impl Generator {
         &mut self,
         now_ns: u64,
         clock: &crate::engine::Clock,
-        mut deliver: impl FnMut(&[u8], Option<Precomputed<'_>>),
+        deliver: impl FnMut(&[u8], Option<Precomputed<'_>>),
+    ) -> usize {
+        self.emit_to(now_ns, clock, deliver)
+    }
+
+    /// [`Generator::emit`] into any [`FrameSink`].
+    #[inline]
+    pub fn emit_to(
+        &mut self,
+        now_ns: u64,
+        clock: &crate::engine::Clock,
+        mut deliver: impl FrameSink,
     ) -> usize {
         let n = self.allowance(now_ns);
         if n == 0 {
@@ -253,7 +278,7 @@ impl Generator {
             && self.templates.len() == self.cfg.flows.max(1) as usize
             && self.rtt.is_none()
         {
-            self.emit_templates(n, deliver);
+            self.emit_templates(n, &mut deliver);
             return n as usize;
         }
         for _ in 0..n {
@@ -304,7 +329,7 @@ impl Generator {
             }
             self.counters.sent += 1;
             self.counters.sent_bytes += frame.len() as u64;
-            deliver(frame, pre);
+            deliver.frame(frame, pre);
         }
         n as usize
     }
@@ -314,7 +339,7 @@ impl Generator {
     /// send time is stamped: the same frames, sequence numbers, flows and
     /// counts, with the per-frame choice of kind, size and slot left out.
     #[inline(always)]
-    fn emit_templates(&mut self, n: u64, mut deliver: impl FnMut(&[u8], Option<Precomputed<'_>>)) {
+    fn emit_templates(&mut self, n: u64, deliver: &mut impl FrameSink) {
         let kind = self.cfg.kinds[0];
         let size = self.cache_sizes[0];
         let flows = self.cfg.flows;
@@ -340,7 +365,7 @@ impl Generator {
                 flow = 0;
             }
             let pre = t.class.as_ref().map(|c| (c, &mut t.steer));
-            deliver(&t.bytes, pre);
+            deliver.frame(&t.bytes, pre);
         }
         self.next_seq = seq;
         self.next_flow = flow;

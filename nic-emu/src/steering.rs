@@ -318,7 +318,7 @@ pub struct SteerMemo {
 /// [`steer_classified`] for frames whose headers equal those `memo` was
 /// filled for (by this function, on the same port). A round-robin fallback
 /// choice is never remembered: it changes with every frame.
-#[inline]
+#[inline(always)]
 pub fn steer_memo(
     table: &FlowTable,
     fallback: &mut Fallback,
@@ -329,6 +329,18 @@ pub fn steer_memo(
     if memo.flows == table.version && memo.fallback == fallback.version {
         return Some(memo.target);
     }
+    steer_and_remember(table, fallback, port, c, memo)
+}
+
+/// [`steer_memo`] when `memo` is out of date (or was never filled).
+#[inline(never)]
+fn steer_and_remember(
+    table: &FlowTable,
+    fallback: &mut Fallback,
+    port: u16,
+    c: &crate::wire::Classified,
+    memo: &mut SteerMemo,
+) -> Option<u32> {
     let matched = match &c.key {
         SteerKey::Ipv4 { tuple, syn } => table.lookup(port, tuple, *syn),
         SteerKey::Other { .. } => None,
