@@ -605,6 +605,8 @@ impl Engine {
                     let Some(f) = fifo.front_ready(now) else {
                         break;
                     };
+                    p.counters.rx_frames += 1;
+                    p.counters.rx_bytes += f.len() as u64;
                     core.deliver(i, &mut p.counters, f, None);
                     fifo.pop();
                     n += 1;
@@ -618,7 +620,11 @@ impl Engine {
                     port: i,
                     counters: &mut p.counters,
                 };
+                let (sent, sent_bytes) = (g.counters.sent, g.counters.sent_bytes);
                 work += g.emit_to(now, &clock, sink);
+                // Every frame the generator sent arrived at the port.
+                p.counters.rx_frames += g.counters.sent - sent;
+                p.counters.rx_bytes += g.counters.sent_bytes - sent_bytes;
             }
         }
         for slot in 0..core.apps.len() {
@@ -851,7 +857,8 @@ impl port::FrameSink for RxSink<'_> {
 
 impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
-    /// its pipe, or count why not.
+    /// its pipe, or count why not. The caller counts the frame's arrival in
+    /// `pc` (`rx_frames`, `rx_bytes`).
     #[inline(always)]
     fn deliver(
         &mut self,
@@ -860,8 +867,6 @@ impl Core {
         frame: &[u8],
         pre: Option<crate::port::Precomputed<'_>>,
     ) {
-        pc.rx_frames += 1;
-        pc.rx_bytes += frame.len() as u64;
         let fallback = &mut self.fallback[port];
         let (place, target) = match pre {
             Some((c, memo)) => (
