@@ -54,7 +54,7 @@ use nic_emu::{
 
 use crate::kv::{KvServer, ServerConfig, StoreConfig, WorkloadConfig};
 use crate::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
-use crate::logmon::{generate_log, LogMonitor, LogPatterns, LogScanner};
+use crate::logmon::{builtin_for, generate_log, LogMonitor, LogPatterns, LogScanner};
 use crate::maglev::{Backend, Maglev, MaglevConfig};
 use crate::nic::{
     add_fallback_rx_pipes, AppDriver, EnsoReplyDriver, EnsoStreamDriver, Interface,
@@ -159,6 +159,9 @@ pub struct TrialOptions {
     /// Log monitor on Ensō: read a stream pipe (the bytestream, no copy)
     /// instead of packets.
     pub log_stream: bool,
+    /// Log monitor: the services whose built-in patterns are matched (see
+    /// [`crate::logmon::SERVICES`]); empty for all of them.
+    pub log_services: Vec<String>,
 }
 
 impl Default for TrialOptions {
@@ -191,6 +194,7 @@ impl Default for TrialOptions {
             log_bytes: 4 << 20,
             log_window: 512,
             log_stream: true,
+            log_services: Vec::new(),
         }
     }
 }
@@ -541,7 +545,11 @@ fn app_thread(
             )
         }
         AppKind::Logmon => {
-            let patterns = LogPatterns::builtin();
+            let patterns = builtin_for(&opts.log_services)
+                .map_err(|e| TrialError::Config(e.to_string()))
+                .and_then(|p| {
+                    LogPatterns::new(&p).map_err(|e| TrialError::Config(e.to_string()))
+                })?;
             let handled = Arc::new(AtomicU64::new(0));
             let client = LogClient {
                 pipe: PipeClient::new(Device::attach_nic(nic, client_options())?, 1, false)?,

@@ -51,6 +51,10 @@ struct Args {
     /// Log monitor on Ensō: read frames, not a stream pipe.
     #[arg(long)]
     log_packets: bool,
+    /// Log monitor: services whose patterns are matched (sshd, nginx,
+    /// postfix, apache; default: all).
+    #[arg(long, value_delimiter = ',')]
+    log_services: Vec<String>,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
@@ -91,6 +95,7 @@ fn run(a: Args) -> CliResult<()> {
         kv_get_ratio: a.get_ratio,
         kv_window: a.kv_window.max(1),
         log_stream: !a.log_packets,
+        log_services: a.log_services.clone(),
         client_core: a.client_core,
         ..Default::default()
     };

@@ -11,7 +11,7 @@
 use clap::Parser;
 use enso::{EnsoDriver, PacketizedDriver};
 use enso_apps::cli::{self, CliResult, ServeArgs, Served};
-use enso_apps::logmon::{LogMonitor, LogPatterns, LogScanner, ScanStats};
+use enso_apps::logmon::{builtin_for, LogMonitor, LogPatterns, LogScanner, ScanStats};
 use enso_apps::nic::{add_fallback_rx_pipes, EnsoStreamDriver, Interface};
 
 #[derive(Parser)]
@@ -25,6 +25,10 @@ struct Args {
     /// On Ensō, read frames from an RX pipe instead of a stream pipe.
     #[arg(long)]
     packets: bool,
+    /// Match only the patterns of these services (sshd, nginx, postfix,
+    /// apache; default: all).
+    #[arg(long, value_delimiter = ',')]
+    services: Vec<String>,
     /// Print the patterns and exit.
     #[arg(long)]
     list_patterns: bool,
@@ -35,9 +39,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(a: Args) -> CliResult<()> {
-    let patterns = LogPatterns::builtin();
+    let selected = builtin_for(&a.services)?;
+    let patterns = LogPatterns::new(&selected)?;
     if a.list_patterns {
-        for p in enso_apps::logmon::BUILTIN {
+        for p in &selected {
             println!("{}\t{}", p.name, p.regex);
         }
         return Ok(());

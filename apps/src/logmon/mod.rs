@@ -25,6 +25,19 @@
 //!   next.
 //! * [`LogMonitor`] wraps both as an application: a bytestream entry point
 //!   and a per-packet entry point that scans UDP payloads.
+//! * **Literal prefilter.** Almost every pattern names a fixed string that
+//!   any line it matches must contain (`"]: Invalid user "`, `", client: "`).
+//!   [`LogPatterns`] extracts the longest such string of each pattern from
+//!   its syntax tree (a literal that is a mandatory part of the top-level
+//!   concatenation) and [`LogScanner::scan`] looks for all of them at once
+//!   over the whole text with `aho-corasick` (SIMD-accelerated), the way
+//!   Hyperscan-based monitors do. Only a line holding one of them is
+//!   verified, and only with the patterns whose strings it holds, each with
+//!   its own compiled regex; every other line costs the newline search. The
+//!   counts are exactly those of matching every pattern against every line
+//!   (a line without a pattern's string cannot match it). If any pattern
+//!   has no such string of at least [`MIN_PREFILTER_LITERAL`] bytes, the
+//!   scanner runs the multi-pattern automaton on every line instead.
 //! * A line longer than `max_line` bytes (4096 by default) is not matched
 //!   and is counted in [`ScanStats::overlong_lines`]; this bounds both the
 //!   tail a stream reader must keep and the assembler's buffer. Both paths
@@ -43,6 +56,7 @@ pub mod patterns;
 
 use std::fmt;
 
+use aho_corasick::AhoCorasick;
 use regex_automata::meta::{self, Regex};
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, PatternSet};
@@ -51,21 +65,202 @@ use crate::Verdict;
 use enso::app::PacketHandler;
 
 pub use generator::{generate_log, LogGenerator};
-pub use patterns::{Pattern, BUILTIN};
+pub use patterns::{builtin_for, Pattern, UnknownService, BUILTIN, SERVICES};
 
 /// Longest line matched by default.
 pub const DEFAULT_MAX_LINE: usize = 4096;
+/// Shortest required string worth prefiltering on: shorter ones occur in
+/// most lines and would only add a search.
+pub const MIN_PREFILTER_LITERAL: usize = 3;
 
 /// A pattern failed to compile.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot compile log patterns: {0}")]
-pub struct PatternError(#[from] Box<meta::BuildError>);
+pub struct PatternError(Box<meta::BuildError>);
 
 /// A compiled set of patterns.
 #[derive(Clone)]
 pub struct LogPatterns {
     names: Vec<String>,
     regex: Regex,
+    prefilter: Option<Prefilter>,
+}
+
+/// The required strings of all patterns, and each pattern's own regex to
+/// verify the lines that hold its string.
+#[derive(Clone)]
+struct Prefilter {
+    /// Finds the required strings, leftmost-first and without overlaps.
+    finder: Finder,
+    /// For each distinct string: the patterns to verify when it is found.
+    /// Those are the patterns that require it, and those whose string could
+    /// overlap it: a non-overlapping search reports only one of two
+    /// overlapping occurrences, so the other's patterns are verified too.
+    verify: Vec<Vec<usize>>,
+    /// One regex per pattern.
+    singles: Vec<Regex>,
+}
+
+/// A multi-string searcher: `aho-corasick`'s SIMD Teddy searcher when the
+/// CPU has it (it scans several strings at once at memchr-like speeds, which
+/// the automaton's own choice of a rare-byte prefilter does not do on log
+/// text, where no byte is rare), else its automaton.
+#[derive(Clone)]
+enum Finder {
+    Packed(aho_corasick::packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Finder {
+    fn new(literals: &[Vec<u8>]) -> Option<Self> {
+        let packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(literals)
+            .build();
+        match packed {
+            Some(s) => Some(Finder::Packed(s)),
+            None => AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .build(literals)
+                .ok()
+                .map(Finder::Automaton),
+        }
+    }
+
+    /// The leftmost occurrence in `hay[from..to]`: (string, start, end).
+    #[inline]
+    fn find(&self, hay: &[u8], from: usize, to: usize) -> Option<(usize, usize, usize)> {
+        let m = match self {
+            Finder::Packed(s) => s.find_in(
+                hay,
+                aho_corasick::Span {
+                    start: from,
+                    end: to,
+                },
+            ),
+            Finder::Automaton(a) => a.find(aho_corasick::Input::new(hay).span(from..to)),
+        }?;
+        Some((m.pattern().as_usize(), m.start(), m.end()))
+    }
+}
+
+/// The longest literal that every match of `hir` contains, if any.
+fn required_literal(hir: &regex_syntax::hir::Hir) -> Option<Vec<u8>> {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Literal(l) => Some(trim_literal(&l.0).to_vec()),
+        HirKind::Capture(c) => required_literal(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => required_literal(&r.sub),
+        // Every part of a concatenation is matched, so each part's required
+        // literal is required of the whole.
+        HirKind::Concat(parts) => parts
+            .iter()
+            .filter_map(required_literal)
+            .max_by_key(|l| l.len()),
+        _ => None,
+    }
+}
+
+/// A literal without the punctuation and spaces at its ends (any part of a
+/// required string is required too). Literals that begin and end with
+/// letters or digits rarely overlap each other, which keeps the set of
+/// patterns verified per found string small. Kept whole if trimming would
+/// leave it shorter than [`MIN_PREFILTER_LITERAL`].
+fn trim_literal(l: &[u8]) -> &[u8] {
+    let start = l.iter().position(u8::is_ascii_alphanumeric);
+    let end = l.iter().rposition(u8::is_ascii_alphanumeric);
+    match (start, end) {
+        (Some(s), Some(e)) if e + 1 - s >= MIN_PREFILTER_LITERAL => &l[s..=e],
+        _ => l,
+    }
+}
+
+/// Whether occurrences of `a` and `b` can overlap in a text (one inside the
+/// other, or a suffix of one being a prefix of the other).
+fn can_overlap(a: &[u8], b: &[u8]) -> bool {
+    let inside = |x: &[u8], y: &[u8]| y.windows(x.len()).any(|w| w == x);
+    let chained = |x: &[u8], y: &[u8]| (1..x.len().min(y.len())).any(|k| x.ends_with(&y[..k]));
+    inside(a, b) || inside(b, a) || chained(a, b) || chained(b, a)
+}
+
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new().utf8(false).unicode(false)
+}
+
+fn build_regex(patterns: &[&str], kind: MatchKind) -> Result<Regex, PatternError> {
+    Regex::builder()
+        .configure(
+            Regex::config()
+                .match_kind(kind)
+                .utf8_empty(false)
+                .which_captures(regex_automata::nfa::thompson::WhichCaptures::None),
+        )
+        .syntax(syntax_config())
+        .build_many(patterns)
+        .map_err(|e| PatternError(Box::new(e)))
+}
+
+impl Prefilter {
+    /// `None` if some pattern has no usable required string.
+    fn new(patterns: &[&str]) -> Result<Option<Self>, PatternError> {
+        // Distinct strings, and which one each pattern requires.
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut owner = Vec::with_capacity(patterns.len());
+        for p in patterns {
+            // The patterns compiled already, so they parse; the parser is
+            // configured as the regex engine's (bytes, ASCII classes).
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .unicode(false)
+                .build()
+                .parse(p)
+                .ok();
+            let lit = match hir.as_ref().and_then(required_literal) {
+                // A line holds no newline, so a string with one could never
+                // be found in a line; such a pattern never matches, but keep
+                // the rule simple and scan without the prefilter.
+                Some(l) if l.len() >= MIN_PREFILTER_LITERAL && !l.contains(&b'\n') => l,
+                _ => return Ok(None),
+            };
+            let id = match literals.iter().position(|x| *x == lit) {
+                Some(i) => i,
+                None => {
+                    literals.push(lit);
+                    literals.len() - 1
+                }
+            };
+            owner.push(id);
+        }
+        let verify = (0..literals.len())
+            .map(|i| {
+                (0..patterns.len())
+                    .filter(|&p| {
+                        let j = owner[p];
+                        j == i || can_overlap(&literals[i], &literals[j])
+                    })
+                    .collect()
+            })
+            .collect();
+        let Some(finder) = Finder::new(&literals) else {
+            return Ok(None);
+        };
+        let singles = patterns
+            .iter()
+            .map(|p| {
+                Regex::builder()
+                    .configure(Regex::config().utf8_empty(false))
+                    .syntax(syntax_config())
+                    .build(p)
+                    .map_err(|e| PatternError(Box::new(e)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Prefilter {
+            finder,
+            verify,
+            singles,
+        }))
+    }
 }
 
 impl fmt::Debug for LogPatterns {
@@ -84,20 +279,32 @@ impl LogPatterns {
 
     /// Compiles `patterns`, matched byte-wise with ASCII character classes.
     pub fn new(patterns: &[Pattern]) -> Result<Self, PatternError> {
-        let regex = Regex::builder()
-            .configure(
-                Regex::config()
-                    .match_kind(MatchKind::All)
-                    .utf8_empty(false)
-                    .which_captures(regex_automata::nfa::thompson::WhichCaptures::None),
-            )
-            .syntax(syntax::Config::new().utf8(false).unicode(false))
-            .build_many(&patterns.iter().map(|p| p.regex).collect::<Vec<_>>())
-            .map_err(Box::new)?;
+        let sources: Vec<&str> = patterns.iter().map(|p| p.regex).collect();
+        let regex = build_regex(&sources, MatchKind::All)?;
+        let prefilter = if patterns.is_empty() {
+            None
+        } else {
+            Prefilter::new(&sources)?
+        };
         Ok(LogPatterns {
             names: patterns.iter().map(|p| p.name.to_string()).collect(),
             regex,
+            prefilter,
         })
+    }
+
+    /// Compiles `patterns` without the literal prefilter: every line goes
+    /// through the multi-pattern automaton (the reference the prefiltered
+    /// scan must agree with, and a baseline for its speed).
+    pub fn without_prefilter(patterns: &[Pattern]) -> Result<Self, PatternError> {
+        let mut p = Self::new(patterns)?;
+        p.prefilter = None;
+        Ok(p)
+    }
+
+    /// Whether lines are prefiltered by the patterns' required strings.
+    pub fn prefiltered(&self) -> bool {
+        self.prefilter.is_some()
     }
 
     /// Pattern names, in count order.
@@ -138,6 +345,11 @@ pub struct LogScanner {
     max_line: usize,
     /// Inside an overlong line (already counted) until its newline.
     discarding: bool,
+    /// Per-pattern caches of the prefilter's single regexes.
+    single_caches: Vec<meta::Cache>,
+    /// Patterns to verify on the current line, and which are listed.
+    candidates: Vec<usize>,
+    listed: Vec<bool>,
 }
 
 impl fmt::Debug for LogScanner {
@@ -159,7 +371,14 @@ impl LogScanner {
 
     /// A scanner that skips lines longer than `max_line` bytes.
     pub fn with_max_line(patterns: &LogPatterns, max_line: usize) -> Self {
+        let single_caches = match &patterns.prefilter {
+            Some(pf) => pf.singles.iter().map(|r| r.create_cache()).collect(),
+            None => Vec::new(),
+        };
         LogScanner {
+            single_caches,
+            candidates: Vec::with_capacity(patterns.len()),
+            listed: vec![false; patterns.len()],
             cache: patterns.regex.create_cache(),
             hits: PatternSet::new(patterns.len()),
             counts: vec![0; patterns.len()],
@@ -218,15 +437,67 @@ impl LogScanner {
                 None => return text.len(),
             }
         }
-        let base = start;
-        for nl in memchr::memchr_iter(b'\n', &text[base..]) {
-            let end = base + nl;
-            self.scan_line(&text[start..end]);
-            start = end + 1;
+        if self.patterns.prefilter.is_some() {
+            start = self.scan_prefiltered(text, start);
+        } else {
+            let base = start;
+            for nl in memchr::memchr_iter(b'\n', &text[base..]) {
+                let end = base + nl;
+                self.scan_line(&text[start..end]);
+                start = end + 1;
+            }
         }
         if text.len() - start > self.max_line {
             self.start_overlong();
             return text.len();
+        }
+        start
+    }
+
+    /// The complete lines of `text[start..]`, verifying only those that
+    /// hold a pattern's required string; returns where the unfinished tail
+    /// starts.
+    fn scan_prefiltered(&mut self, text: &[u8], mut start: usize) -> usize {
+        let Some(last_nl) = memchr::memrchr(b'\n', &text[start..]).map(|i| start + i) else {
+            return start;
+        };
+        let LogScanner {
+            patterns,
+            stats,
+            max_line,
+            candidates,
+            listed,
+            ..
+        } = self;
+        let Some(pf) = &patterns.prefilter else {
+            return start;
+        };
+        // One pass of the string search over all complete lines; its
+        // matches are consumed line by line (no string spans a newline).
+        let mut next = pf.finder.find(text, start, last_nl);
+        let base = start;
+        for nl in memchr::memchr_iter(b'\n', &text[base..=last_nl]) {
+            let end = base + nl;
+            while let Some((lit, _, m_end)) = next.filter(|m| m.1 < end) {
+                list(&pf.verify[lit], candidates, listed);
+                next = pf.finder.find(text, m_end, last_nl);
+            }
+            stats.lines += 1;
+            if end - start > *max_line {
+                stats.overlong_lines += 1;
+                unlist(candidates, listed);
+            } else if !candidates.is_empty() {
+                verify_candidates(
+                    pf,
+                    &text[start..end],
+                    candidates,
+                    listed,
+                    &mut self.single_caches,
+                    &mut self.counts,
+                    stats,
+                );
+            }
+            start = end + 1;
         }
         start
     }
@@ -237,6 +508,10 @@ impl LogScanner {
         self.stats.lines += 1;
         if line.len() > self.max_line {
             self.stats.overlong_lines += 1;
+            return;
+        }
+        if self.patterns.prefilter.is_some() {
+            self.verify_line(line);
             return;
         }
         self.hits.clear();
@@ -254,12 +529,78 @@ impl LogScanner {
         }
     }
 
+    /// Finds the required strings in one line and verifies their patterns.
+    fn verify_line(&mut self, line: &[u8]) {
+        let Some(pf) = &self.patterns.prefilter else {
+            return;
+        };
+        let mut at = 0;
+        while let Some((lit, _, end)) = pf.finder.find(line, at, line.len()) {
+            list(&pf.verify[lit], &mut self.candidates, &mut self.listed);
+            at = end;
+        }
+        if !self.candidates.is_empty() {
+            verify_candidates(
+                pf,
+                line,
+                &mut self.candidates,
+                &mut self.listed,
+                &mut self.single_caches,
+                &mut self.counts,
+                &mut self.stats,
+            );
+        }
+    }
+
     /// Notes that the line in progress is overlong and skips the rest of it.
     fn start_overlong(&mut self) {
         self.stats.lines += 1;
         self.stats.overlong_lines += 1;
         self.discarding = true;
     }
+}
+
+/// Adds `patterns` to the line's candidates (each once).
+#[inline]
+fn list(patterns: &[usize], candidates: &mut Vec<usize>, listed: &mut [bool]) {
+    for &p in patterns {
+        if !std::mem::replace(&mut listed[p], true) {
+            candidates.push(p);
+        }
+    }
+}
+
+/// Empties the line's candidates.
+#[inline]
+fn unlist(candidates: &mut Vec<usize>, listed: &mut [bool]) {
+    for p in candidates.drain(..) {
+        listed[p] = false;
+    }
+}
+
+/// Verifies the listed candidates on `line` (empties the list) and counts.
+fn verify_candidates(
+    pf: &Prefilter,
+    line: &[u8],
+    candidates: &mut Vec<usize>,
+    listed: &mut [bool],
+    caches: &mut [meta::Cache],
+    counts: &mut [u64],
+    stats: &mut ScanStats,
+) {
+    let input = Input::new(line).earliest(true);
+    let mut any = false;
+    for p in candidates.drain(..) {
+        listed[p] = false;
+        if pf.singles[p]
+            .search_half_with(&mut caches[p], &input)
+            .is_some()
+        {
+            counts[p] += 1;
+            any = true;
+        }
+    }
+    stats.matched_lines += u64::from(any);
 }
 
 /// Reassembles lines split across packets: holds the unfinished tail of the

@@ -106,6 +106,35 @@ pub const BUILTIN: &[Pattern] = &[
     },
 ];
 
+/// The services the built-in patterns watch: the part of a pattern's name
+/// before its first `-`.
+pub const SERVICES: &[&str] = &["sshd", "nginx", "postfix", "apache"];
+
+/// A service name that is not in [`SERVICES`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown service {0:?} (known: sshd, nginx, postfix, apache)")]
+pub struct UnknownService(pub String);
+
+/// The built-in patterns of `services` (all of them for an empty list), in
+/// [`BUILTIN`] order.
+pub fn builtin_for<S: AsRef<str>>(services: &[S]) -> Result<Vec<Pattern>, UnknownService> {
+    for s in services {
+        if !SERVICES.contains(&s.as_ref()) {
+            return Err(UnknownService(s.as_ref().to_string()));
+        }
+    }
+    Ok(BUILTIN
+        .iter()
+        .copied()
+        .filter(|p| {
+            services.is_empty()
+                || services
+                    .iter()
+                    .any(|s| p.name.split('-').next() == Some(s.as_ref()))
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +179,24 @@ mod tests {
         for line in misses {
             assert!(all.iter().all(|re| !re.is_match(line.as_bytes())), "{line}");
         }
+    }
+
+    #[test]
+    fn services_select_their_patterns() {
+        assert_eq!(builtin_for::<&str>(&[]).unwrap(), BUILTIN);
+        let mut total = 0;
+        for s in SERVICES {
+            let v = builtin_for(&[s]).unwrap();
+            assert!(!v.is_empty(), "{s}");
+            assert!(v.iter().all(|p| p.name.starts_with(&format!("{s}-"))));
+            total += v.len();
+        }
+        assert_eq!(total, BUILTIN.len(), "every pattern belongs to one service");
+        assert_eq!(builtin_for(&["sshd", "apache"]).unwrap().len(), 6);
+        assert_eq!(
+            builtin_for(&["ftp"]).unwrap_err(),
+            UnknownService("ftp".into())
+        );
     }
 
     #[test]

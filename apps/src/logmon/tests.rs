@@ -275,3 +275,81 @@ fn monitor_scans_udp_payloads_in_order() {
     assert_eq!(m.scan_stream(&log), log.len());
     assert_eq!(counts_of(m.scanner()), counts_of(&whole));
 }
+
+/// Counts of `log` scanned whole with and without the prefilter.
+fn both_ways(patterns: &[Pattern], log: &[u8]) -> [(Vec<u64>, ScanStats); 2] {
+    let fast = LogPatterns::new(patterns).unwrap();
+    let slow = LogPatterns::without_prefilter(patterns).unwrap();
+    assert!(!slow.prefiltered());
+    [fast, slow].map(|p| {
+        let mut s = LogScanner::new(&p);
+        assert_eq!(s.scan(log), log.len());
+        counts_of(&s)
+    })
+}
+
+#[test]
+fn the_prefilter_agrees_with_scanning_every_line_for_every_service() {
+    let log = generate_log(11, 1 << 20);
+    assert!(LogPatterns::builtin().prefiltered());
+    for service in ["", "sshd", "nginx", "postfix", "apache"] {
+        let subset: Vec<Pattern> = BUILTIN
+            .iter()
+            .copied()
+            .filter(|p| p.name.starts_with(service))
+            .collect();
+        let [fast, slow] = both_ways(&subset, &log);
+        assert!(slow.1.matched_lines > 100, "{service}: {slow:?}");
+        assert_eq!(fast, slow, "{service:?}");
+    }
+}
+
+#[test]
+fn overlapping_required_strings_are_all_verified() {
+    // The strings "abcd" and "cdef" overlap in "abcdef", and "foobar" holds
+    // "oba": a search without overlaps reports only one of each pair, so
+    // the other pattern must be verified because of it.
+    let patterns = [
+        Pattern {
+            name: "a",
+            regex: r"abcd\d",
+        },
+        Pattern {
+            name: "b",
+            regex: r"cdef\d",
+        },
+        Pattern {
+            name: "c",
+            regex: r"x foobar",
+        },
+        Pattern {
+            name: "d",
+            regex: r"oba\S",
+        },
+    ];
+    let log = b"abcdef1 x\nabcd1 cdef2\nz abcdef9\nx foobar\nfoobar\nabcd\n";
+    let [fast, slow] = both_ways(&patterns, log);
+    assert!(LogPatterns::new(&patterns).unwrap().prefiltered());
+    assert_eq!(fast, slow);
+    assert_eq!(fast.0, [1, 3, 1, 2]);
+    assert_eq!(fast.1.matched_lines, 5);
+}
+
+#[test]
+fn patterns_without_a_required_string_scan_every_line() {
+    let patterns = [
+        Pattern {
+            name: "alt",
+            regex: r"(?:error|fail)\d",
+        },
+        Pattern {
+            name: "lit",
+            regex: r"timeout \d+",
+        },
+    ];
+    assert!(!LogPatterns::new(&patterns).unwrap().prefiltered());
+    let log = b"fail1\nok\nerror22 timeout 5\n";
+    let [fast, slow] = both_ways(&patterns, log);
+    assert_eq!(fast, slow);
+    assert_eq!(fast.0, [2, 1]);
+}
