@@ -270,10 +270,8 @@ pub enum TraceEvent {
 /// produces frames.
 #[derive(Debug)]
 struct Core {
-    /// By pipe id (fixed size: a pipe id below `MAX_PIPES` needs no
-    /// further bounds check).
-    pipes: Box<[PipeState; layout::MAX_PIPES as usize]>,
-    pipe_counters: Box<[PipeCounters; layout::MAX_PIPES as usize]>,
+    pipes: Vec<PipeState>,
+    pipe_counters: Vec<PipeCounters>,
     apps: Vec<Option<App>>,
     flows: FlowTable,
     /// Fallback pipes of each port.
@@ -369,12 +367,8 @@ impl Engine {
             .collect();
         let pipe_flits = (cfg.pipe_size / FLIT) as u32;
         let core = Core {
-            pipes: vec![PipeState::default(); layout::MAX_PIPES as usize]
-                .try_into()
-                .expect("MAX_PIPES entries"),
-            pipe_counters: vec![PipeCounters::default(); layout::MAX_PIPES as usize]
-                .try_into()
-                .expect("MAX_PIPES entries"),
+            pipes: vec![PipeState::default(); layout::MAX_PIPES as usize],
+            pipe_counters: vec![PipeCounters::default(); layout::MAX_PIPES as usize],
             apps: Vec::new(),
             flows: FlowTable::default(),
             fallback: (0..cfg.ports.len()).map(|_| Fallback::default()).collect(),
