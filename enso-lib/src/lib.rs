@@ -31,6 +31,7 @@ pub mod app;
 pub mod batch;
 pub mod device;
 pub mod error;
+pub mod hint;
 pub mod packetized;
 
 pub use app::{DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};

@@ -289,6 +289,36 @@ fn overrunning_lengths_are_answered_then_parsing_stops() {
 }
 
 #[test]
+fn prefetching_changes_no_answer() {
+    // Two servers see the same workload; one is asked to prefetch every
+    // frame's buckets first (twice, and also frames it never handles).
+    let mut plain = server(1 << 16, 64);
+    let mut hinted = server(1 << 16, 64);
+    let mut client = KvClient::new(WorkloadConfig {
+        keys: 500,
+        get_ratio: 0.7,
+        batch: 5,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut req = [0u8; MAX_FRAME_LEN];
+    let (mut a, mut b) = ([0u8; MAX_FRAME_LEN], [0u8; MAX_FRAME_LEN]);
+    for _ in 0..3000 {
+        let n = client.next_frame(&mut req).unwrap();
+        hinted.prefetch(&req[..n]);
+        hinted.prefetch(&req[..n / 2]);
+        let ra = plain.handle(&req[..n], &mut a);
+        hinted.prefetch(&req[..n]);
+        let rb = hinted.handle(&req[..n], &mut b);
+        assert_eq!(ra, rb);
+        let len = ra.unwrap();
+        assert_eq!(a[..len], b[..len]);
+    }
+    assert_eq!(plain.stats(), hinted.stats());
+    assert_eq!(plain.store().stats(), hinted.store().stats());
+}
+
+#[test]
 fn random_bytes_never_panic_and_every_frame_is_accounted_for() {
     let mut s = server(1 << 14, 16);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(99);
@@ -320,6 +350,8 @@ fn random_bytes_never_panic_and_every_frame_is_accounted_for() {
             }
         };
         let out_len = rng.gen_range(0..=MAX_FRAME_LEN);
+        // The prefetch hint reads the same hostile bytes first.
+        s.prefetch(&frame);
         if let Ok(len) = s.handle(&frame, &mut out[..out_len]) {
             answered += 1;
             assert!(len <= out_len);
