@@ -27,6 +27,15 @@ pub(crate) struct AppsArgs {
         default_value = "maglev,telemetry,kv,log_monitor"
     )]
     apps: Vec<String>,
+    /// Log monitor: pattern sets to run it with, one row each: `all` (every
+    /// built-in pattern) or services joined by `+` (sshd, nginx, postfix,
+    /// apache). What a monitor costs depends on what it looks for, so the
+    /// rows span a range, as the paper's "2-100 Gb/s" does.
+    #[arg(long, value_delimiter = ',', default_value = "all,postfix")]
+    log_patterns: Vec<String>,
+    /// KV: requests per request frame (1..=32).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=32))]
+    kv_batch: u64,
     /// Trials per interface and application (alternating Ensō, packetized).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     rounds: u64,
@@ -61,6 +70,9 @@ struct Side2 {
 #[derive(Debug, Clone, Serialize)]
 struct AppOut {
     app: &'static str,
+    /// Log monitor: the pattern set (`all` or services joined by `+`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patterns: Option<String>,
     unit: &'static str,
     enso: Side2,
     packetized: Side2,
@@ -98,6 +110,24 @@ fn parse_app(s: &str) -> Result<AppKind, String> {
     }
 }
 
+/// The services of a `--log-patterns` set (empty for `all`).
+fn services_of(set: &str) -> Result<Vec<String>, String> {
+    if set == "all" {
+        return Ok(Vec::new());
+    }
+    let v: Vec<String> = set.split('+').map(|s| s.trim().to_string()).collect();
+    enso_apps::logmon::builtin_for(&v).map_err(|e| format!("--log-patterns {set:?}: {e}"))?;
+    Ok(v)
+}
+
+/// The row name: the application, and the log monitor's pattern set.
+fn label(o: &AppOut) -> String {
+    match &o.patterns {
+        Some(p) => format!("{} ({p} patterns)", o.app),
+        None => o.app.to_string(),
+    }
+}
+
 fn target(app: AppKind) -> f64 {
     match app {
         AppKind::Maglev | AppKind::Telemetry => 2.5,
@@ -129,8 +159,21 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?;
     let placement = a.common.placement()?;
     let dir = super::results_dir("apps", a.save, &a.out)?;
-    let mut outs = Vec::new();
+    // One run per application, and per pattern set for the log monitor.
+    let mut runs: Vec<(AppKind, Option<String>)> = Vec::new();
     for app in apps {
+        if app == AppKind::Logmon {
+            for set in &a.log_patterns {
+                let set = set.trim().to_string();
+                services_of(&set)?;
+                runs.push((app, Some(set)));
+            }
+        } else {
+            runs.push((app, None));
+        }
+    }
+    let mut outs = Vec::new();
+    for (app, patterns) in runs {
         let probe = probe::measure(&placement, Duration::from_millis(30));
         let opts = TrialOptions {
             duration: Duration::from_millis(a.trial_ms),
@@ -138,6 +181,12 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             nic_core: placement.core(Side::A),
             app_core: placement.core(Side::B),
             pipes: a.pipes,
+            kv_batch: a.kv_batch as usize,
+            log_services: patterns
+                .as_deref()
+                .map(services_of)
+                .transpose()?
+                .unwrap_or_default(),
             ..Default::default()
         };
         let mut per: [Vec<TrialResult>; 2] = [Vec::new(), Vec::new()];
@@ -149,7 +198,11 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                     .map_err(|e| format!("{app} on {}: {e}", iface.name()))?;
                 if !a.common.json {
                     eprintln!(
-                        "  {app:<11} round {} {:<10} {:>8.3} M{}/s  app {:>7.1} ns/{}",
+                        "  {app:<11}{} round {} {:<10} {:>8.3} M{}/s  app {:>7.1} ns/{}",
+                        patterns
+                            .as_deref()
+                            .map(|p| format!(" ({p})"))
+                            .unwrap_or_default(),
                         round + 1,
                         iface.name(),
                         r.rate / 1e6,
@@ -171,6 +224,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 AppKind::Logmon => "log_monitor",
                 other => other.name(),
             },
+            patterns,
             unit: e[0].unit,
             speedup: median(ratios),
             app_cost_speedup: packetized.app_ns_per_unit / enso.app_ns_per_unit.max(1e-9),
@@ -195,7 +249,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     ]);
     for o in &outs {
         table.push([
-            o.app.to_string(),
+            label(o),
             o.unit.to_string(),
             format!("{:.3}", o.enso.rate_m),
             format!("{:.3}", o.packetized.rate_m),
@@ -225,7 +279,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         let chart = BarChart::new(
             "Applications, Ensō vs packetized",
             "million units/s",
-            outs.iter().map(|o| o.app),
+            outs.iter().map(label),
         )
         .series("enso", outs.iter().map(|o| o.enso.rate_m).collect())
         .series(
@@ -246,4 +300,18 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_pattern_sets_name_services() {
+        assert_eq!(services_of("all").unwrap(), Vec::<String>::new());
+        assert_eq!(services_of("postfix").unwrap(), ["postfix"]);
+        assert_eq!(services_of("sshd+apache").unwrap(), ["sshd", "apache"]);
+        assert!(services_of("ftp").unwrap_err().contains("ftp"));
+        assert!(services_of("sshd+").is_err());
+    }
 }
