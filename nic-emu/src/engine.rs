@@ -593,6 +593,9 @@ impl Engine {
         }
         for i in 0..ports.len() {
             let p = &mut ports[i];
+            // Timestamping is configured through TX notifications, which
+            // are not read while frames are received: one look per port.
+            let ts = core.ts_offset[i];
             if let Some(fifo) = p.inbound.as_mut() {
                 let mut n = 0;
                 while n < RX_BUDGET {
@@ -601,7 +604,7 @@ impl Engine {
                     };
                     p.counters.rx_frames += 1;
                     p.counters.rx_bytes += f.len() as u64;
-                    core.deliver(i, &mut p.counters, f, None);
+                    core.deliver(i, ts, &mut p.counters, f, None);
                     fifo.pop();
                     n += 1;
                 }
@@ -612,6 +615,7 @@ impl Engine {
                 let sink = RxSink {
                     core: &mut *core,
                     port: i,
+                    ts,
                     counters: &mut p.counters,
                 };
                 let (sent, sent_bytes) = (g.counters.sent, g.counters.sent_bytes);
@@ -839,24 +843,29 @@ impl TokenBucket {
 struct RxSink<'a> {
     core: &'a mut Core,
     port: usize,
+    /// The port's timestamp offset (see [`Core::deliver`]).
+    ts: Option<usize>,
     counters: &'a mut PortCounters,
 }
 
 impl port::FrameSink for RxSink<'_> {
     #[inline(always)]
     fn frame(&mut self, frame: &[u8], pre: Option<port::Precomputed<'_>>) {
-        self.core.deliver(self.port, self.counters, frame, pre);
+        self.core
+            .deliver(self.port, self.ts, self.counters, frame, pre);
     }
 }
 
 impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
     /// its pipe, or count why not. The caller counts the frame's arrival in
-    /// `pc` (`rx_frames`, `rx_bytes`).
+    /// `pc` (`rx_frames`, `rx_bytes`) and passes the port's timestamp offset
+    /// `ts` (`ts_offset[port]`, which only TX notifications change).
     #[inline(always)]
     fn deliver(
         &mut self,
         port: usize,
+        ts: Option<usize>,
         pc: &mut PortCounters,
         frame: &[u8],
         pre: Option<crate::port::Precomputed<'_>>,
@@ -947,7 +956,7 @@ impl Core {
             &frame[..place.len],
             FLIT,
         );
-        if let Some(off) = self.ts_offset[port] {
+        if let Some(off) = ts {
             if off + 4 <= place.len {
                 // Replace the send time with the round-trip time.
                 let sent = u32::from_le_bytes(frame[off..off + 4].try_into().expect("4 bytes"));
