@@ -22,7 +22,7 @@ use nic_emu::wire::FrameError;
 
 use crate::kv::{BatchReader, ClientStats, KvClient, WorkloadConfig, WorkloadError};
 use crate::nic::{place_in_stream, MAX_STREAM_FRAME};
-use crate::packet::{self, EmitError, Endpoints, MacAddr, UdpDatagram, MAX_FRAME_LEN};
+use crate::packet::{self, EmitError, Endpoints, MacAddr, UdpChecksum, UdpDatagram, MAX_FRAME_LEN};
 
 /// Why a traffic source stopped.
 #[derive(Debug, thiserror::Error)]
@@ -531,7 +531,18 @@ impl LogSource {
             self.at = 0;
         }
         let end = (self.at + self.payload).min(self.text.len());
-        let n = packet::emit_udp_frame(buf, &self.endpoints, &self.text[self.at..end])?;
+        let piece = &self.text[self.at..end];
+        let at = packet::UDP_PAYLOAD_OFFSET;
+        let Some(dst) = buf.get_mut(at..at + piece.len()) else {
+            return Err(EmitError::BufferTooSmall {
+                needed: at + piece.len(),
+                available: buf.len(),
+            });
+        };
+        dst.copy_from_slice(piece);
+        // No UDP checksum: the paper offloads checksums to the NIC on both
+        // interfaces (the KV client and server leave it out too).
+        let n = packet::finish_udp_frame(buf, &self.endpoints, piece.len(), UdpChecksum::Omit)?;
         self.bytes += (end - self.at) as u64;
         self.at = end;
         if end == self.text.len() {
