@@ -1417,17 +1417,51 @@ impl Core {
                 c.off += k;
                 continue;
             }
-            if need == 0 {
-                let k = (FLIT - fill).min(avail);
-                // In bounds: `addr..addr + len` was checked when read.
-                if k == FLIT {
-                    // The usual case, a whole first flit: a fixed-size copy
-                    // the compiler inlines (no call into `memcpy`).
-                    let flit: &mut [u8; FLIT] = (&mut buf[..FLIT]).try_into().expect("FLIT bytes");
-                    read_region(&app.region, c.addr + c.off, flit);
-                } else {
-                    read_region(&app.region, c.addr + c.off, &mut buf[fill..fill + k]);
+            if need == 0 && fill == 0 && avail >= FLIT {
+                // The usual case: a frame starts with a whole flit in this
+                // notification, read with a fixed-size copy the compiler
+                // inlines (no call into `memcpy`) and delimited without
+                // length checks. In bounds: `addr..addr + len` was checked
+                // when read.
+                let flit: &mut [u8; FLIT] = (&mut buf[..FLIT]).try_into().expect("FLIT bytes");
+                read_region(&app.region, c.addr + c.off, flit);
+                c.off += FLIT;
+                match wire::delimit(flit) {
+                    Ok(d) if d.start + d.len <= FLIT => {
+                        // The whole frame is in this flit (a marker is a
+                        // flit of its own, so it starts at 0) and uses all
+                        // of it: sent at once, no padding follows.
+                        let frame = &mut flit[..d.len];
+                        let now = stamp_tx(frame, ts, &self.clock, step_now);
+                        send(frame, now);
+                        bytes += d.len as u64;
+                        sent += 1;
+                        if limited {
+                            if let Some(tb) = self.limiter[c.port].as_mut() {
+                                if !tb.take(1) {
+                                    break;
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    Ok(d) => {
+                        fill = FLIT;
+                        need = d.start + d.len;
+                        start = d.start;
+                    }
+                    Err(_) => {
+                        app.counters.reject_bad_tx_frame += 1;
+                        (fill, need, start, pad) = (0, 0, 0, 0);
+                        c.off = c.len; // cannot resynchronise: drop the rest
+                        break;
+                    }
                 }
+            } else if need == 0 {
+                // Less than a flit of the frame's start is here (the rest of
+                // one, or the start of one, at a notification's end).
+                let k = (FLIT - fill).min(avail);
+                read_region(&app.region, c.addr + c.off, &mut buf[fill..fill + k]);
                 fill += k;
                 c.off += k;
                 match wire::delimit(&buf[..fill]) {
@@ -1455,16 +1489,9 @@ impl Core {
             }
             if fill >= need {
                 let len = need - start;
-                let mut now = step_now;
-                if let Some(off) = ts {
-                    // The send time of this very frame, not of the step.
-                    now = self.clock.now_ns();
-                    if off + 4 <= len {
-                        let stamp = (now as u32).to_le_bytes();
-                        buf[start + off..start + off + 4].copy_from_slice(&stamp);
-                    }
-                }
-                send(&buf[start..need], now);
+                let frame = &mut buf[start..need];
+                let now = stamp_tx(frame, ts, &self.clock, step_now);
+                send(frame, now);
                 bytes += len as u64;
                 let total = FLIT * wire::flits(len) + start;
                 pad = total - fill;
@@ -1700,6 +1727,21 @@ fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize, dst: &mut 
     // `address..address + length` was checked against the region. Bytes are
     // untrusted plain data (see `App::read`).
     unsafe { std::ptr::copy_nonoverlapping(region.as_ptr().add(off), dst.as_mut_ptr(), dst.len()) };
+}
+
+/// The send time of a frame leaving at step time `step_now`; with
+/// timestamping on (`ts`: the stamp's offset), the time of this very frame,
+/// written into it when it is long enough.
+#[inline(always)]
+fn stamp_tx(frame: &mut [u8], ts: Option<usize>, clock: &Clock, step_now: u64) -> u64 {
+    let Some(off) = ts else {
+        return step_now;
+    };
+    let now = clock.now_ns();
+    if off + 4 <= frame.len() {
+        frame[off..off + 4].copy_from_slice(&(now as u32).to_le_bytes());
+    }
+    now
 }
 
 /// Notifies software that pipe `pid` now ends at its tail, and marks the
