@@ -839,6 +839,36 @@ impl TokenBucket {
     }
 }
 
+/// Where the TX path hands the frames it reassembled, with their send
+/// times: a type whose method is always inlined into the loop (a closure's
+/// body called from more than one place is not).
+trait TxSink {
+    fn send(&mut self, frame: &[u8], now: u64);
+}
+
+/// The port's generator, which checks the frames.
+struct ToGenerator<'a>(&'a mut port::Generator);
+
+impl TxSink for ToGenerator<'_> {
+    #[inline(always)]
+    fn send(&mut self, frame: &[u8], now: u64) {
+        self.0.on_return(frame, now);
+    }
+}
+
+/// Whatever else is at the other end of port `port`'s wire.
+struct ToWire<'a> {
+    ports: &'a mut [Port],
+    port: usize,
+}
+
+impl TxSink for ToWire<'_> {
+    #[inline(always)]
+    fn send(&mut self, frame: &[u8], now: u64) {
+        port::transmit_uncounted(self.ports, self.port, frame, now);
+    }
+}
+
 /// The RX path of one port as the destination of its generator's frames.
 struct RxSink<'a> {
     core: &'a mut Core,
@@ -1373,12 +1403,14 @@ impl Core {
         // What is at the other end of the port is looked at once per call:
         // a generator gets the frames straight into its checker.
         let (sent, bytes) = match &mut ports[c.port].wire {
-            Wire::Generator(g) => {
-                self.transmit_frames(slot, c, budget, step_now, |f, now| g.on_return(f, now))
+            Wire::Generator(g) => self.transmit_frames(slot, c, budget, step_now, ToGenerator(g)),
+            _ => {
+                let to = ToWire {
+                    ports: &mut *ports,
+                    port: c.port,
+                };
+                self.transmit_frames(slot, c, budget, step_now, to)
             }
-            _ => self.transmit_frames(slot, c, budget, step_now, |f, now| {
-                port::transmit_uncounted(ports, c.port, f, now)
-            }),
         };
         let pc = &mut ports[c.port].counters;
         pc.tx_frames += sent as u64;
@@ -1387,7 +1419,7 @@ impl Core {
     }
 
     /// The body of [`Core::transmit_some`]: reassembles frames from the
-    /// notification's data and hands each to `send` with its send time;
+    /// notification's data and hands each to `to` with its send time;
     /// returns the frames and bytes sent (the caller counts them at the port).
     #[inline(always)]
     fn transmit_frames(
@@ -1396,7 +1428,7 @@ impl Core {
         mut c: TxCursor,
         budget: usize,
         step_now: u64,
-        mut send: impl FnMut(&[u8], u64),
+        mut to: impl TxSink,
     ) -> (usize, u64) {
         // Neither changes while a notification is transmitted (both are
         // configured through TX notifications, between them).
@@ -1433,7 +1465,7 @@ impl Core {
                         // of it: sent at once, no padding follows.
                         let frame = &mut flit[..d.len];
                         let now = stamp_tx(frame, ts, &self.clock, step_now);
-                        send(frame, now);
+                        to.send(frame, now);
                         bytes += d.len as u64;
                         sent += 1;
                         if limited {
@@ -1491,7 +1523,7 @@ impl Core {
                 let len = need - start;
                 let frame = &mut buf[start..need];
                 let now = stamp_tx(frame, ts, &self.clock, step_now);
-                send(frame, now);
+                to.send(frame, now);
                 bytes += len as u64;
                 let total = FLIT * wire::flits(len) + start;
                 pad = total - fill;
