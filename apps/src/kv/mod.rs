@@ -241,12 +241,9 @@ impl KvServer {
             let Some(h) = request.get(at..at + MESSAGE_HEADER_LEN) else {
                 return;
             };
-            let key_len = usize::from(u16::from_le_bytes([h[2], h[3]]));
-            let value_len = usize::from(u16::from_le_bytes([h[4], h[5]]));
-            let mut hash = [0u8; 8];
-            hash.copy_from_slice(&h[8..16]);
-            self.store.prefetch(u64::from_le_bytes(hash));
-            at += MESSAGE_HEADER_LEN + key_len + value_len;
+            let (key_hash, len) = wire::header_fields(h);
+            self.store.prefetch(key_hash);
+            at += len;
         }
     }
 

@@ -243,13 +243,9 @@ impl<'a> Iterator for BatchReader<'a> {
             self.remaining = 0;
             return Some(Err(MessageError::TruncatedHeader));
         }
+        let (key_hash, end) = header_fields(b);
         let key_len = usize::from(u16::from_le_bytes([b[2], b[3]]));
-        let value_len = usize::from(u16::from_le_bytes([b[4], b[5]]));
-        let mut hash = [0u8; 8];
-        hash.copy_from_slice(&b[8..16]);
-        let key_hash = u64::from_le_bytes(hash);
         let opaque = u32::from_le_bytes([b[16], b[17], b[18], b[19]]);
-        let end = MESSAGE_HEADER_LEN + key_len + value_len;
         if end > b.len() {
             self.remaining = 0;
             return Some(Err(MessageError::Overrun {
@@ -269,6 +265,21 @@ impl<'a> Iterator for BatchReader<'a> {
             value: &b[key_end..end],
         }))
     }
+}
+
+/// The key hash of the message whose header starts `b` (at least
+/// [`MESSAGE_HEADER_LEN`] bytes), and the message's length with its key and
+/// value (which `b` may not hold).
+#[inline]
+pub fn header_fields(b: &[u8]) -> (u64, usize) {
+    let key_len = usize::from(u16::from_le_bytes([b[2], b[3]]));
+    let value_len = usize::from(u16::from_le_bytes([b[4], b[5]]));
+    let mut hash = [0u8; 8];
+    hash.copy_from_slice(&b[8..16]);
+    (
+        u64::from_le_bytes(hash),
+        MESSAGE_HEADER_LEN + key_len + value_len,
+    )
 }
 
 /// The buffer has no room for what was to be written.
