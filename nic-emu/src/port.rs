@@ -250,7 +250,9 @@ impl Generator {
     }
 
     /// Sends up to one burst: calls `deliver` with each frame (and its
-    /// classification when the frame comes from a cached template).
+    /// classification when the frame comes from a cached template). Taking
+    /// the closure type here, rather than `impl FrameSink`, is what lets a
+    /// closure's argument types be inferred (they are higher-ranked).
     #[inline]
     pub fn emit(
         &mut self,
