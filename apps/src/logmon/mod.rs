@@ -188,11 +188,12 @@ fn syntax_config() -> syntax::Config {
     syntax::Config::new().utf8(false).unicode(false)
 }
 
-fn build_regex(patterns: &[&str], kind: MatchKind) -> Result<Regex, PatternError> {
+/// The multi-pattern automaton: which patterns match a line, in one pass.
+fn build_set(patterns: &[&str]) -> Result<Regex, PatternError> {
     Regex::builder()
         .configure(
             Regex::config()
-                .match_kind(kind)
+                .match_kind(MatchKind::All)
                 .utf8_empty(false)
                 .which_captures(regex_automata::nfa::thompson::WhichCaptures::None),
         )
@@ -280,7 +281,7 @@ impl LogPatterns {
     /// Compiles `patterns`, matched byte-wise with ASCII character classes.
     pub fn new(patterns: &[Pattern]) -> Result<Self, PatternError> {
         let sources: Vec<&str> = patterns.iter().map(|p| p.regex).collect();
-        let regex = build_regex(&sources, MatchKind::All)?;
+        let regex = build_set(&sources)?;
         let prefilter = if patterns.is_empty() {
             None
         } else {
