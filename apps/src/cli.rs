@@ -26,10 +26,11 @@ pub struct ConnectArgs {
     #[arg(long)]
     pub core: Option<usize>,
     /// Stop after this many seconds (default: run until killed).
-    #[arg(long)]
+    // Negative values reach `check`, which says what is wrong with them.
+    #[arg(long, allow_negative_numbers = true)]
     pub duration_s: Option<f64>,
     /// Seconds between progress lines on stderr (0: none).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub progress_s: f64,
     /// Print the final counters as JSON on stdout.
     #[arg(long)]
@@ -61,19 +62,34 @@ pub struct ServeArgs {
 /// A command-line error: one line, exit status 1.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Longest time a seconds flag accepts (about 31 years). Far longer values
+/// would overflow a [`Duration`] (which panics), and no run lasts that long.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// Checks the value `v` of the seconds flag `flag`: at most
+/// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
+/// infinities are refused.
+pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> CliResult<Duration> {
+    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
+    // Every comparison with NaN is false, so NaN fails here too.
+    if !(low_ok && v <= MAX_SECONDS) {
+        let what = if zero_ok { "0 or more" } else { "above 0" };
+        // `{:?}` keeps huge values short (1e300, not 301 digits).
+        return Err(format!(
+            "{flag} must be {what} and at most {MAX_SECONDS:e} seconds, not {v:?}"
+        )
+        .into());
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
 impl ConnectArgs {
     /// Checks the values clap cannot.
     pub fn check(&self) -> CliResult<()> {
         if let Some(d) = self.duration_s {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(
-                    format!("--duration-s must be a positive number of seconds, not {d}").into(),
-                );
-            }
+            seconds("--duration-s", d, false)?;
         }
-        if !(self.progress_s.is_finite() && self.progress_s >= 0.0) {
-            return Err(format!("--progress-s must be 0 or more, not {}", self.progress_s).into());
-        }
+        seconds("--progress-s", self.progress_s, true)?;
         Ok(())
     }
 
@@ -229,6 +245,58 @@ pub fn main_with(who: &str, f: impl FnOnce() -> CliResult<()>) -> std::process::
         Err(e) => {
             eprintln!("{who}: {e}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect(duration_s: Option<f64>, progress_s: f64) -> ConnectArgs {
+        ConnectArgs {
+            device: "enso0".into(),
+            dir: "/dev/shm".into(),
+            port: 0,
+            core: None,
+            duration_s,
+            progress_s,
+            json: false,
+        }
+    }
+
+    #[test]
+    fn seconds_flags_refuse_what_a_duration_cannot_hold() {
+        assert_eq!(
+            seconds("--x", 1.5, false).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(seconds("--x", 0.0, true).unwrap(), Duration::ZERO);
+        assert_eq!(
+            seconds("--x", MAX_SECONDS, false).unwrap(),
+            Duration::from_secs(MAX_SECONDS as u64)
+        );
+        for v in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300] {
+            let e = seconds("--x", v, false).unwrap_err().to_string();
+            assert!(e.starts_with("--x must be above 0"), "{v}: {e}");
+        }
+        for v in [-0.5, f64::NAN, f64::INFINITY, MAX_SECONDS * 2.0] {
+            let e = seconds("--x", v, true).unwrap_err().to_string();
+            assert!(e.starts_with("--x must be 0 or more"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn connect_args_check_both_seconds_flags() {
+        assert!(connect(None, 1.0).check().is_ok());
+        assert!(connect(Some(2.0), 0.0).check().is_ok());
+        for d in [-1.0, f64::NAN, f64::INFINITY, 1e20] {
+            let e = connect(Some(d), 1.0).check().unwrap_err().to_string();
+            assert!(e.contains("--duration-s"), "{e}");
+        }
+        for p in [-1.0, f64::NAN, 1e20] {
+            let e = connect(None, p).check().unwrap_err().to_string();
+            assert!(e.contains("--progress-s"), "{e}");
         }
     }
 }
