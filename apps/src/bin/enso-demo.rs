@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
+use enso_apps::cli;
 use enso_apps::echo::Echo;
 use nic_emu::{
     DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, Stats, VerifyLevel,
@@ -38,7 +39,7 @@ struct Args {
     #[arg(long, value_enum, default_value = "both")]
     interface: Interface,
     /// Seconds per trial.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     trial_s: f64,
     /// Trials per interface (alternating).
     #[arg(long, default_value_t = 3)]
@@ -222,6 +223,22 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // Checked before any device starts (trial() turns --trial-s into a
+    // Duration, which panics on a negative, NaN or huge value).
+    cli::seconds("--trial-s", a.trial_s, false)?;
+    if a.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    // At most the NIC's descriptor queues (the packetized trial uses one
+    // queue per pipe, with a 4096-buffer share of the pool each).
+    if a.pipes == 0 || a.pipes > nic_emu::layout::MAX_DESC_QUEUES {
+        return Err(format!(
+            "--pipes must be in 1..={}, not {}",
+            nic_emu::layout::MAX_DESC_QUEUES,
+            a.pipes
+        )
+        .into());
+    }
     let sizes = nic_emu::spec::parse_sizes(&a.size)?;
     let ifaces: Vec<Interface> = match a.interface {
         Interface::Both => vec![Interface::Enso, Interface::Packetized],
