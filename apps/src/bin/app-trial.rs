@@ -5,8 +5,6 @@
 //! trial. The experiments call the same function
 //! (`enso_apps::bench_api::run_trial`).
 
-use std::time::Duration;
-
 use clap::Parser;
 use enso_apps::bench_api::{run_trial, AppKind, TrialOptions, TrialResult};
 use enso_apps::cli::{self, CliResult};
@@ -25,10 +23,10 @@ struct Args {
     #[arg(long, value_enum, value_delimiter = ',')]
     interface: Vec<Interface>,
     /// Measured seconds per trial.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     duration_s: f64,
     /// Warm-up seconds per trial.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
     warmup_s: f64,
     /// Rounds (each runs every interface once).
     #[arg(long, default_value_t = 1)]
@@ -68,11 +66,8 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(a: Args) -> CliResult<()> {
-    for (v, what) in [(a.duration_s, "--duration-s"), (a.warmup_s, "--warmup-s")] {
-        if !(v.is_finite() && v >= 0.0) || (what == "--duration-s" && v == 0.0) {
-            return Err(format!("{what} must be a positive number of seconds, not {v}").into());
-        }
-    }
+    let duration = cli::seconds("--duration-s", a.duration_s, false)?;
+    let warmup = cli::seconds("--warmup-s", a.warmup_s, true)?;
     if !(60..=1536).contains(&a.size) {
         return Err(format!("--size must be in 60..=1536, not {}", a.size).into());
     }
@@ -87,8 +82,8 @@ fn run(a: Args) -> CliResult<()> {
         a.interface.clone()
     };
     let opts = TrialOptions {
-        duration: Duration::from_secs_f64(a.duration_s),
-        warmup: Duration::from_secs_f64(a.warmup_s),
+        duration,
+        warmup,
         pipes: a.pipes.max(1),
         frame_size: a.size,
         flows: a.flows.max(1),

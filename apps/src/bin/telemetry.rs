@@ -44,7 +44,7 @@ struct Args {
     #[arg(long, default_value_t = 0.0005)]
     threshold: f64,
     /// Seconds between heavy-hitter reports on stderr (0: only at the end).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     report_s: f64,
     /// Seed of the row hashes and the sampling.
     #[arg(long, default_value_t = 1)]
@@ -69,9 +69,7 @@ fn report_json(r: &Report) -> serde_json::Value {
 
 fn run(a: Args) -> CliResult<()> {
     a.serve.check()?;
-    if !(a.report_s.is_finite() && a.report_s >= 0.0) {
-        return Err(format!("--report-s must be 0 or more, not {}", a.report_s).into());
-    }
+    cli::seconds("--report-s", a.report_s, true)?;
     let base = match a.sketch {
         Sketch::CountMin => NitroConfig::count_min(),
         Sketch::CountSketch => NitroConfig::count_sketch(),
