@@ -7,6 +7,7 @@
 
 use clap::Parser;
 use enso_apps::cli::{self, CliResult, ServeArgs};
+use enso_apps::kv::store::{MAX_BUCKETS, MAX_LOG_BYTES};
 use enso_apps::kv::{KvServer, ServerConfig, StoreConfig};
 use enso_apps::nic::{EnsoReplyDriver, Interface, PacketizedReplyDriver};
 
@@ -45,8 +46,16 @@ fn run(a: Args) -> CliResult<()> {
         )
         .into());
     }
-    if a.log_mb == 0 || a.log_mb > 1 << 20 {
-        return Err("--log-mb must be in 1..=1048576".into());
+    let max_log_mb = MAX_LOG_BYTES >> 20;
+    if a.log_mb == 0 || a.log_mb > max_log_mb {
+        return Err(format!("--log-mb must be in 1..={max_log_mb}, not {}", a.log_mb).into());
+    }
+    if a.buckets == 0 || a.buckets > MAX_BUCKETS {
+        return Err(format!(
+            "--buckets must be in 1..={MAX_BUCKETS} (2 GiB of index), not {}",
+            a.buckets
+        )
+        .into());
     }
     let mut server = KvServer::new(&ServerConfig {
         store: StoreConfig {

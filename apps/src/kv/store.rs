@@ -55,6 +55,11 @@ pub const ITEM_HEADER_LEN: usize = 24;
 pub const MAX_KEY_LEN: usize = 256;
 /// Smallest log accepted.
 pub const MIN_LOG_BYTES: usize = 1024;
+/// Largest log accepted (4 GiB): the log is allocated whole, up front.
+pub const MAX_LOG_BYTES: usize = 4 << 30;
+/// Most index buckets accepted (2^24 buckets of 128 bytes: 2 GiB of
+/// index, allocated up front).
+pub const MAX_BUCKETS: usize = 1 << 24;
 
 const OFFSET_BITS: u32 = 48;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
@@ -90,9 +95,15 @@ pub enum StoreConfigError {
     /// The log is smaller than [`MIN_LOG_BYTES`].
     #[error("log of {0} bytes is below the {MIN_LOG_BYTES}-byte minimum")]
     LogTooSmall(usize),
+    /// The log is larger than [`MAX_LOG_BYTES`].
+    #[error("log of {0} bytes is above the {MAX_LOG_BYTES}-byte (4 GiB) maximum")]
+    LogTooLarge(usize),
     /// No buckets.
     #[error("the index needs at least one bucket")]
     NoBuckets,
+    /// More buckets than [`MAX_BUCKETS`].
+    #[error("{0} index buckets are above the maximum of {MAX_BUCKETS} (2 GiB of index)")]
+    TooManyBuckets(usize),
 }
 
 /// Why a SET was refused.
@@ -174,8 +185,15 @@ impl Partition {
         if config.log_bytes < MIN_LOG_BYTES {
             return Err(StoreConfigError::LogTooSmall(config.log_bytes));
         }
+        if config.log_bytes > MAX_LOG_BYTES {
+            return Err(StoreConfigError::LogTooLarge(config.log_bytes));
+        }
         if config.buckets == 0 {
             return Err(StoreConfigError::NoBuckets);
+        }
+        // MAX_BUCKETS is a power of two, so rounding up stays within it.
+        if config.buckets > MAX_BUCKETS {
+            return Err(StoreConfigError::TooManyBuckets(config.buckets));
         }
         // Powers of two, so positions are masks rather than divisions.
         let log_bytes = 1usize << (usize::BITS - 1 - config.log_bytes.leading_zeros());
@@ -438,6 +456,36 @@ mod tests {
         );
         assert_eq!(small(4096, 3).bucket_count(), 4);
         assert_eq!(small(6000, 1).capacity(), 4096);
+    }
+
+    #[test]
+    fn sizes_are_bounded_before_anything_is_allocated() {
+        // usize::MAX buckets used to overflow next_power_of_two; values
+        // just above the limits would have allocated tens of GiB.
+        for buckets in [MAX_BUCKETS + 1, usize::MAX] {
+            let e = Partition::new(&StoreConfig {
+                log_bytes: 4096,
+                buckets,
+            })
+            .unwrap_err();
+            assert_eq!(e, StoreConfigError::TooManyBuckets(buckets));
+            assert!(e.to_string().contains(&MAX_BUCKETS.to_string()), "{e}");
+        }
+        for log_bytes in [MAX_LOG_BYTES + 1, usize::MAX] {
+            let e = Partition::new(&StoreConfig {
+                log_bytes,
+                buckets: 1,
+            })
+            .unwrap_err();
+            assert_eq!(e, StoreConfigError::LogTooLarge(log_bytes));
+            assert!(e.to_string().contains("4 GiB"), "{e}");
+        }
+        // The default sizes are well inside the limits.
+        let p = Partition::new(&StoreConfig::default()).unwrap();
+        assert_eq!(p.bucket_count(), StoreConfig::default().buckets);
+        assert_eq!(p.capacity(), StoreConfig::default().log_bytes);
+        // A bucket count just below a power of two rounds up to it.
+        assert_eq!(small(4096, (1 << 20) - 1).bucket_count(), 1 << 20);
     }
 
     #[test]
