@@ -57,6 +57,12 @@ use enso::app::PacketHandler;
 pub const DEFAULT_TABLE_SIZE: usize = 65_537;
 /// Default number of connection-table entries per core.
 pub const DEFAULT_CONNECTION_CAPACITY: usize = 1 << 16;
+/// Largest lookup table accepted: 2^28 slots of 4 bytes (1 GiB), built
+/// slot by slot.
+pub const MAX_TABLE_SIZE: usize = 1 << 28;
+/// Most connection-table entries accepted per core: 2^26 entries of 20
+/// bytes (1.25 GiB), allocated up front.
+pub const MAX_CONNECTION_CAPACITY: usize = 1 << 26;
 
 const OFFSET_SEED: u64 = 0x6d61_676c_6576_0001;
 const SKIP_SEED: u64 = 0x6d61_676c_6576_0002;
@@ -151,18 +157,24 @@ pub fn load_backends(path: &Path) -> Result<Vec<Backend>, BackendsError> {
     parse_backends(&std::fs::read_to_string(path)?)
 }
 
-/// Why a lookup table could not be built.
+/// Why a lookup table or a connection table could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TableError {
     /// The table size must be a prime (so every skip visits every slot).
     #[error("table size {0} is not a prime")]
     SizeNotPrime(usize),
-    /// The table size must fit backend indices and slots in 32 bits.
-    #[error("table size {0} is too large")]
+    /// The table size is above [`MAX_TABLE_SIZE`].
+    #[error("table size {0} is above the maximum of {MAX_TABLE_SIZE} (1 GiB of slots)")]
     SizeTooLarge(usize),
     /// There must be at least one backend.
     #[error("no backends")]
     NoBackends,
+    /// The connection table would have more than
+    /// [`MAX_CONNECTION_CAPACITY`] entries.
+    #[error(
+        "connection table of {0} entries is above the maximum of {MAX_CONNECTION_CAPACITY} (1.25 GiB)"
+    )]
+    TooManyConnections(usize),
 }
 
 /// The Maglev lookup table: slot -> backend index.
@@ -187,11 +199,13 @@ impl MaglevTable {
     /// Populates a table of prime `size` for backends with these names
     /// (backend `i` is `names[i]`).
     pub fn build<S: AsRef<str>>(names: &[S], size: usize) -> Result<Self, TableError> {
+        // Bounded first: a primality test of a huge size would take long.
+        // The bound also keeps slots and backend indices within 32 bits.
+        if size > MAX_TABLE_SIZE {
+            return Err(TableError::SizeTooLarge(size));
+        }
         if !is_prime(size) {
             return Err(TableError::SizeNotPrime(size));
-        }
-        if size > u32::MAX as usize {
-            return Err(TableError::SizeTooLarge(size));
         }
         if names.is_empty() {
             return Err(TableError::NoBackends);
@@ -280,7 +294,8 @@ pub fn is_prime(n: usize) -> bool {
         return false;
     }
     let mut d = 2usize;
-    while d * d <= n {
+    // `d <= n / d` rather than `d * d <= n`, which overflows near usize::MAX.
+    while d <= n / d {
         if n % d == 0 {
             return false;
         }
@@ -384,15 +399,21 @@ pub enum InsertOutcome {
 
 impl ConnectionTable {
     /// A table with room for at least `capacity` flows (rounded up to a
-    /// power of two, at least one set of 4).
-    pub fn with_capacity(capacity: usize) -> Self {
+    /// power of two, at least one set of 4), at most
+    /// [`MAX_CONNECTION_CAPACITY`].
+    pub fn new(capacity: usize) -> Result<Self, TableError> {
+        // MAX_CONNECTION_CAPACITY is a power of two (and a multiple of
+        // WAYS), so rounding up stays within it.
+        if capacity > MAX_CONNECTION_CAPACITY {
+            return Err(TableError::TooManyConnections(capacity));
+        }
         let sets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
-        ConnectionTable {
+        Ok(ConnectionTable {
             entries: vec![ConnEntry::EMPTY; sets * WAYS],
             set_mask: sets - 1,
             victim: 0,
             len: 0,
-        }
+        })
     }
 
     /// Number of entries.
@@ -521,17 +542,26 @@ pub struct Maglev {
 impl Maglev {
     /// A balancer over `backends` with its own table.
     pub fn new(backends: Vec<Backend>, config: &MaglevConfig) -> Result<Self, TableError> {
+        // The cheap check first: no table is built for a balancer whose
+        // connection table would be refused.
+        if config.connection_capacity > MAX_CONNECTION_CAPACITY {
+            return Err(TableError::TooManyConnections(config.connection_capacity));
+        }
         let pool = Arc::new(BackendPool::new(backends, config.table_size)?);
-        Ok(Self::with_pool(pool, config.connection_capacity))
+        Self::with_pool(pool, config.connection_capacity)
     }
 
-    /// A balancer sharing `pool` with other cores.
-    pub fn with_pool(pool: Arc<BackendPool>, connection_capacity: usize) -> Self {
-        Maglev {
+    /// A balancer sharing `pool` with other cores; `connection_capacity` as
+    /// in [`ConnectionTable::new`].
+    pub fn with_pool(
+        pool: Arc<BackendPool>,
+        connection_capacity: usize,
+    ) -> Result<Self, TableError> {
+        Ok(Maglev {
             pool,
-            connections: ConnectionTable::with_capacity(connection_capacity),
+            connections: ConnectionTable::new(connection_capacity)?,
             stats: MaglevStats::default(),
-        }
+        })
     }
 
     /// The current backend set and table.
@@ -776,6 +806,45 @@ mod tests {
     }
 
     #[test]
+    fn sizes_are_bounded_before_anything_is_allocated() {
+        // The largest prime below 2^32 was accepted and filled 16 GiB of
+        // slots. Sizes are bounded before the (trial division) primality
+        // test, so a huge size is refused at once.
+        for size in [4_294_967_291, usize::MAX, MAX_TABLE_SIZE + 1] {
+            let e = MaglevTable::build(&names(3), size).unwrap_err();
+            assert_eq!(e, TableError::SizeTooLarge(size));
+            assert!(e.to_string().contains("1 GiB"), "{e}");
+        }
+        for capacity in [MAX_CONNECTION_CAPACITY + 1, usize::MAX] {
+            // usize::MAX made `div_ceil(..).next_power_of_two()` overflow.
+            let e = ConnectionTable::new(capacity).unwrap_err();
+            assert_eq!(e, TableError::TooManyConnections(capacity));
+            assert!(
+                e.to_string().contains(&MAX_CONNECTION_CAPACITY.to_string()),
+                "{e}"
+            );
+            let cfg = MaglevConfig {
+                connection_capacity: capacity,
+                ..Default::default()
+            };
+            assert_eq!(
+                Maglev::new(backends(2), &cfg).unwrap_err(),
+                TableError::TooManyConnections(capacity)
+            );
+        }
+        // Sensible sizes still work, rounded up as documented.
+        assert_eq!(ConnectionTable::new(0).unwrap().capacity(), WAYS);
+        assert_eq!(
+            ConnectionTable::new(DEFAULT_CONNECTION_CAPACITY + 1)
+                .unwrap()
+                .capacity(),
+            2 * DEFAULT_CONNECTION_CAPACITY
+        );
+        let lb = Maglev::new(backends(2), &MaglevConfig::default()).unwrap();
+        assert_eq!(lb.connections().capacity(), DEFAULT_CONNECTION_CAPACITY);
+    }
+
+    #[test]
     fn every_backend_owns_floor_or_ceil_of_m_over_n() {
         for (n, m) in [
             (1, 13),
@@ -902,7 +971,7 @@ mod tests {
 
     #[test]
     fn connection_table_is_bounded_and_evicts_within_a_set() {
-        let mut t = ConnectionTable::with_capacity(5);
+        let mut t = ConnectionTable::new(5).unwrap();
         assert_eq!(t.capacity(), 8);
         let w = FlowWorkload::new(1000, true, 1);
         let mut evictions = 0;

@@ -37,6 +37,15 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> CliResult<()> {
     a.serve.check()?;
+    // Before the (possibly large) lookup table is built.
+    if a.connections > maglev::MAX_CONNECTION_CAPACITY {
+        return Err(format!(
+            "--connections must be at most {} (1.25 GiB), not {}",
+            maglev::MAX_CONNECTION_CAPACITY,
+            a.connections
+        )
+        .into());
+    }
     let list = match &a.backends {
         Some(p) => maglev::load_backends(p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => {
@@ -55,7 +64,7 @@ fn run(a: Args) -> CliResult<()> {
     };
     let n = list.len();
     let pool = Arc::new(BackendPool::new(list, a.table_size)?);
-    let mut lb = Maglev::with_pool(pool, a.connections.max(1));
+    let mut lb = Maglev::with_pool(pool, a.connections.max(1))?;
     let s = &a.serve;
     s.connect.pin("maglev");
     let dev = s.connect.open(s.device_options(0))?;
