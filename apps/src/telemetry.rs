@@ -68,6 +68,12 @@ pub const COUNT_SKETCH_WIDTH: usize = 204_800;
 pub const DEFAULT_PROBABILITY: f64 = 0.01;
 /// Size of the heavy-hitter table.
 pub const DEFAULT_TOP_K: usize = 100;
+/// Most counters (`depth * width`) a sketch may have: 2^28 counters of 4
+/// bytes (1 GiB), allocated up front.
+pub const MAX_COUNTERS: usize = 1 << 28;
+/// Largest heavy-hitter table: 2^24 entries (at most 512 MiB with its
+/// index, allocated up front).
+pub const MAX_TOP_K: usize = 1 << 24;
 /// Share of all packets above which a flow is a heavy hitter (0.05%).
 pub const DEFAULT_THRESHOLD: f64 = 0.0005;
 
@@ -87,11 +93,11 @@ pub struct NitroConfig {
     pub kind: SketchKind,
     /// Rows (1..=MAX_DEPTH).
     pub depth: usize,
-    /// Counters per row.
+    /// Counters per row (`depth * width` at most [`MAX_COUNTERS`]).
     pub width: usize,
     /// Probability that a (packet, row) slot is updated, in (0, 1].
     pub probability: f64,
-    /// Heavy-hitter table size.
+    /// Heavy-hitter table size (1..=MAX_TOP_K).
     pub top_k: usize,
     /// Heavy-hitter threshold as a share of all packets, in [0, 1].
     pub threshold: f64,
@@ -132,12 +138,22 @@ pub enum NitroConfigError {
     /// Zero width.
     #[error("width must be at least 1")]
     BadWidth,
+    /// More than [`MAX_COUNTERS`] counters in all.
+    #[error(
+        "depth {depth} x width {width} is above the maximum of {MAX_COUNTERS} counters (1 GiB)"
+    )]
+    TooManyCounters {
+        /// Rows asked for.
+        depth: usize,
+        /// Counters per row asked for.
+        width: usize,
+    },
     /// Probability outside (0, 1].
     #[error("sampling probability {0} is outside (0, 1]")]
     BadProbability(f64),
-    /// Zero-sized heavy-hitter table.
-    #[error("top-k must be at least 1")]
-    BadTopK,
+    /// Heavy-hitter table size outside 1..=MAX_TOP_K.
+    #[error("top-k {0} is outside 1..={MAX_TOP_K}")]
+    BadTopK(usize),
     /// Threshold outside [0, 1].
     #[error("threshold {0} is outside [0, 1]")]
     BadThreshold(f64),
@@ -283,12 +299,24 @@ impl NitroSketch {
         if config.width == 0 {
             return Err(NitroConfigError::BadWidth);
         }
+        // Checked, so an overflowing product cannot wrap to a small
+        // allocation that later rows index beyond.
+        if config
+            .depth
+            .checked_mul(config.width)
+            .map_or(true, |n| n > MAX_COUNTERS)
+        {
+            return Err(NitroConfigError::TooManyCounters {
+                depth: config.depth,
+                width: config.width,
+            });
+        }
         let p = config.probability;
         if !(p > 0.0 && p <= 1.0) {
             return Err(NitroConfigError::BadProbability(p));
         }
-        if config.top_k == 0 {
-            return Err(NitroConfigError::BadTopK);
+        if config.top_k == 0 || config.top_k > MAX_TOP_K {
+            return Err(NitroConfigError::BadTopK(config.top_k));
         }
         if !(0.0..=1.0).contains(&config.threshold) {
             return Err(NitroConfigError::BadThreshold(config.threshold));

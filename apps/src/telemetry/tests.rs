@@ -449,6 +449,45 @@ fn reports_are_periodic_and_reset_starts_an_epoch() {
 }
 
 #[test]
+fn sizes_are_bounded_before_anything_is_allocated() {
+    let ok = NitroConfig::count_min();
+    let bad = |c: NitroConfig| NitroSketch::new(&c).unwrap_err();
+    // depth * width wrapped in release builds (a tiny counter array that
+    // rows then indexed beyond); just above the limit would be 1 GiB more.
+    for (depth, width) in [
+        (2, usize::MAX / 2 + 1),
+        (1, MAX_COUNTERS + 1),
+        (5, MAX_COUNTERS / 5 + 1),
+        (MAX_DEPTH, usize::MAX),
+    ] {
+        let e = bad(NitroConfig { depth, width, ..ok });
+        assert_eq!(e, NitroConfigError::TooManyCounters { depth, width });
+        assert!(e.to_string().contains("1 GiB"), "{e}");
+    }
+    // 2 * top_k overflowed in the index size.
+    for top_k in [MAX_TOP_K + 1, usize::MAX / 2 + 1, usize::MAX] {
+        let e = bad(NitroConfig { top_k, ..ok });
+        assert_eq!(e, NitroConfigError::BadTopK(top_k));
+        assert!(e.to_string().contains(&MAX_TOP_K.to_string()), "{e}");
+    }
+    // Sensible sizes (including the paper's) still work.
+    for c in [
+        NitroConfig::count_min(),
+        NitroConfig::count_sketch(),
+        NitroConfig {
+            depth: 1,
+            width: 1 << 20,
+            top_k: 1 << 16,
+            ..ok
+        },
+    ] {
+        let s = NitroSketch::new(&c).unwrap();
+        assert_eq!((s.depth(), s.width()), (c.depth, c.width));
+        assert_eq!(s.counters().len(), c.depth * c.width);
+    }
+}
+
+#[test]
 fn configuration_is_validated() {
     let ok = NitroConfig::count_min();
     let bad = |c: NitroConfig| NitroSketch::new(&c).unwrap_err();
@@ -480,7 +519,7 @@ fn configuration_is_validated() {
     );
     assert_eq!(
         bad(NitroConfig { top_k: 0, ..ok }),
-        NitroConfigError::BadTopK
+        NitroConfigError::BadTopK(0)
     );
     assert_eq!(
         bad(NitroConfig {

@@ -20,7 +20,11 @@ pub(super) struct TopK {
 }
 
 impl TopK {
+    /// A table of `capacity` entries, at most [`super::MAX_TOP_K`]
+    /// (`NitroSketch::new` checks), so the index size cannot overflow and
+    /// heap positions fit its `u32` slots.
     pub(super) fn new(capacity: usize) -> Self {
+        debug_assert!(capacity <= super::MAX_TOP_K);
         let n = (2 * capacity).next_power_of_two().max(2);
         TopK {
             heap: Vec::with_capacity(capacity),
