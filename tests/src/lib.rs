@@ -20,8 +20,14 @@ pub fn generator_device(name: &str, g: GeneratorConfig) -> (DeviceConfig, tempfi
 /// Increments the echo byte of every test frame in the batch and sends the
 /// batch back in place. Returns the frames echoed.
 pub fn echo_pipe(dev: &mut Device, pipe: RxTxPipe) -> usize {
+    try_echo_pipe(dev, pipe).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`echo_pipe`], returning the device's errors (with what failed) instead
+/// of panicking.
+pub fn try_echo_pipe(dev: &mut Device, pipe: RxTxPipe) -> Result<usize, String> {
     let (n, bytes) = {
-        let mut b = dev.recv(pipe).expect("recv");
+        let mut b = dev.recv(pipe).map_err(|e| format!("recv: {e}"))?;
         let mut n = 0;
         for pkt in b.packets_mut() {
             if let Some(v) = TestFrames::peek(pkt) {
@@ -33,19 +39,31 @@ pub fn echo_pipe(dev: &mut Device, pipe: RxTxPipe) -> usize {
         (n, b.len())
     };
     if bytes > 0 {
-        dev.send_and_free(pipe, bytes).expect("send");
+        dev.send_and_free(pipe, bytes)
+            .map_err(|e| format!("send: {e}"))?;
     }
-    n
+    Ok(n)
 }
 
 /// Serves every pipe that has data once. Returns the frames echoed.
 pub fn echo_ready(dev: &mut Device) -> usize {
+    try_echo_ready(dev).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`echo_ready`], returning the device's errors (with what failed)
+/// instead of panicking.
+pub fn try_echo_ready(dev: &mut Device) -> Result<usize, String> {
     let mut n = 0;
-    while let Some(p) = dev.next_pipe_with_data().expect("poll") {
-        let p = dev.as_rxtx(p).expect("rx/tx pipe");
-        n += echo_pipe(dev, p);
+    while let Some(p) = dev
+        .next_pipe_with_data()
+        .map_err(|e| format!("poll: {e}"))?
+    {
+        let p = dev
+            .as_rxtx(p)
+            .ok_or("poll: data on a pipe that is not an RX/TX pipe")?;
+        n += try_echo_pipe(dev, p)?;
     }
-    n
+    Ok(n)
 }
 
 /// Runs engine and echo alternately until the generator has sent everything
