@@ -167,6 +167,9 @@ impl RawApp {
         use std::sync::atomic::Ordering;
         let len = nic_emu::layout::MMIO_QUEUE_LEN;
         let q = self.queue();
+        // SYNC POINT B (Acquire): pairs with the NIC's Release store of
+        // `consumer` after it copied the entries out, so the slot below is
+        // free to overwrite.
         if self.prod.wrapping_sub(q.consumer.0.load(Ordering::Acquire)) as usize >= len - 1 {
             return false;
         }
