@@ -11,6 +11,7 @@ use serde::Serialize;
 use bench::frames;
 use bench::placement::Placement;
 use bench::probe::{self, Probe};
+use bench::progress::Progress;
 use bench::refring::{self, Mode, RefConfig, RefRun};
 use bench::results::ResultsDir;
 
@@ -201,6 +202,11 @@ struct ReferenceSummary {
     notes: Vec<String>,
 }
 
+/// How often `reference` reports progress while a run is under way: each
+/// report wakes the controlling thread, which may briefly take a measured
+/// core, so only every few seconds.
+const REFERENCE_TICK: Duration = Duration::from_secs(5);
+
 fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
     let placement = args.common.placement()?;
     let ring_bytes = args
@@ -215,24 +221,39 @@ fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
     let templates = refring::udp_templates(args.size as usize, args.flows);
     config.check(&templates).map_err(|e| e.to_string())?;
 
+    // Progress in milliseconds of warm-up and measured run (up to 11
+    // minutes), on stderr unless --json.
+    let mut progress = Progress::new(
+        "reference",
+        args.warmup_ms + args.duration_ms,
+        args.common.json,
+    );
     let before = probe::measure(&placement, probe::DEFAULT_DURATION);
-    if args.warmup_ms > 0 {
-        refring::run(
+    let phase = |progress: &mut Progress, what: &str, base: u64, ms: u64| {
+        progress.note(&format!("reference: {what}, {:.1} s", ms as f64 / 1e3));
+        let run = refring::run_ticking(
             &config,
             &templates,
             &placement,
-            Duration::from_millis(args.warmup_ms),
+            Duration::from_millis(ms),
+            REFERENCE_TICK,
+            |t| {
+                let at = base + (t.as_millis() as u64).min(ms);
+                let message = format!("{what}, {:.0} of {:.0} s", t.as_secs_f64(), ms as f64 / 1e3);
+                progress.step(at.saturating_sub(progress.done()), &message);
+            },
         )
         .map_err(|e| e.to_string())?;
+        let message = format!("{what} done");
+        progress.step((base + ms).saturating_sub(progress.done()), &message);
+        Ok::<_, String>(run)
+    };
+    if args.warmup_ms > 0 {
+        phase(&mut progress, "warm-up", 0, args.warmup_ms)?;
     }
-    let run = refring::run(
-        &config,
-        &templates,
-        &placement,
-        Duration::from_millis(args.duration_ms),
-    )
-    .map_err(|e| e.to_string())?;
+    let run = phase(&mut progress, "measuring", args.warmup_ms, args.duration_ms)?;
     let after = probe::measure(&placement, probe::DEFAULT_DURATION);
+    progress.finish();
 
     let summary = summarise(args, &placement, &run, &before, &after);
     if args.common.json {

@@ -308,6 +308,28 @@ pub fn run(
     placement: &Placement,
     duration: Duration,
 ) -> Result<RefRun, RefError> {
+    run_ticking(
+        config,
+        templates,
+        placement,
+        duration,
+        Duration::MAX,
+        |_| {},
+    )
+}
+
+/// [`run`], calling `tick` with the time since the start every `every`
+/// while the sides run (for progress output). The calling thread only
+/// sleeps meanwhile; each wake-up may briefly take a measured core from its
+/// side, so `every` should be seconds, not milliseconds.
+pub fn run_ticking(
+    config: &RefConfig,
+    templates: &Templates,
+    placement: &Placement,
+    duration: Duration,
+    every: Duration,
+    mut tick: impl FnMut(Duration),
+) -> Result<RefRun, RefError> {
     config.check(templates)?;
     let (tx, rx) = ring(config.ring_bytes).map_err(RefError::Ring)?;
     let back = match config.mode {
@@ -354,7 +376,18 @@ pub fn run(
         // sends cannot fail.
         let _ = go_b.send(());
         let _ = go_a.send(());
-        thread::sleep(duration);
+        let began = Instant::now();
+        loop {
+            let left = duration.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            thread::sleep(left.min(every.max(Duration::from_millis(1))));
+            let elapsed = began.elapsed();
+            if elapsed < duration {
+                tick(elapsed);
+            }
+        }
         stop.store(true, Ordering::Relaxed);
         let a = producer.join().expect("reference producer panicked");
         let b = consumer.join().expect("reference consumer panicked");

@@ -262,6 +262,36 @@ fn runs_verify_in_both_modes() {
 }
 
 #[test]
+fn ticks_come_while_the_sides_run_and_stop_with_them() {
+    let templates = Templates::new(&[udp_frame(60, 0)], SEQ_OFFSET).unwrap();
+    let cfg = RefConfig {
+        mode: Mode::Rx,
+        ring_bytes: 16 << 10,
+        batch: 8,
+    };
+    let duration = Duration::from_millis(200);
+    let mut ticks = Vec::new();
+    let run = run_ticking(
+        &cfg,
+        &templates,
+        &Placement::pick(),
+        duration,
+        Duration::from_millis(40),
+        |t| ticks.push(t),
+    )
+    .unwrap();
+    assert!(run.verified, "{run:?}");
+    // About four ticks (a loaded machine may oversleep some), each later
+    // than the last and all within the run.
+    assert!((1..=4).contains(&ticks.len()), "{ticks:?}");
+    assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+    assert!(ticks.iter().all(|&t| t < duration), "{ticks:?}");
+    // The run still lasted about its duration, not a tick's worth (the
+    // sides' own clocks start a little after the controller's).
+    assert!(run.elapsed >= duration / 2, "{run:?}");
+}
+
+#[test]
 fn triangular_numbers() {
     assert_eq!(triangular(0), 0);
     assert_eq!(triangular(1), 0);
