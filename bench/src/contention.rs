@@ -221,13 +221,23 @@ mod tests {
         // Linux only: every field exists and the counters never go back.
         let p = PreemptionCounter::start();
         let s = StealCounter::start();
+        let (switches, steal, waited) = (
+            involuntary_switches().unwrap(),
+            steal_ms().unwrap(),
+            run_queue_wait_ns().unwrap(),
+        );
         std::thread::yield_now();
-        assert!(involuntary_switches().is_some());
-        assert!(steal_ms().is_some());
         assert!(runnable_threads().unwrap() >= 1);
-        assert!(run_queue_wait_ns().is_some());
-        let _ = p.stop();
-        assert!(s.stop() >= 0.0);
+        // Read again: no counter went back. (`StealCounter::stop` clamps at
+        // zero, so it is the raw readings that are compared.)
+        assert!(involuntary_switches().unwrap() >= switches);
+        assert!(steal_ms().unwrap() >= steal);
+        assert!(run_queue_wait_ns().unwrap() >= waited);
+        // The spans read /proc when they start: one that could not would
+        // report zero whatever happened.
+        assert!(s.start.is_some());
+        assert!(p.switches.is_some() && p.waited.is_some());
+        let _ = (s.stop(), p.stop());
     }
 
     #[test]
