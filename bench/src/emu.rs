@@ -408,6 +408,9 @@ fn app_loop<H: PacketHandler>(
     if let Some(c) = &counters {
         c.start();
     }
+    // SYNC POINT: Release pairs with the controller's Acquire load of
+    // `started` in `trial_inner`: pinning and the counters' start happen
+    // before it releases the generator.
     ctl.started.store(1, Ordering::Release);
     let mut clock = BusyClock::new();
     let mut measuring = true;
@@ -434,6 +437,8 @@ fn app_loop<H: PacketHandler>(
             ctl.frames.store(frames, Ordering::Relaxed);
             ctl.dropped
                 .store(driver.dropped() - dropped0, Ordering::Relaxed);
+            // SYNC POINT: Acquire pairs with the controller's Release
+            // stores of END and EXIT in `trial_inner`.
             let phase = ctl.phase.load(Ordering::Acquire);
             if measuring && phase >= END {
                 measuring = false;
@@ -809,6 +814,8 @@ impl Rig {
             })
             .map_err(|e| format!("cannot start the application thread: {e}"))?;
         let t0 = Instant::now();
+        // SYNC POINT: Acquire pairs with `app_loop`'s Release store of
+        // `started`.
         while ctl.started.load(Ordering::Acquire) == 0 && t0.elapsed() < Duration::from_secs(5) {
             thread::sleep(Duration::from_micros(100));
         }
@@ -823,6 +830,8 @@ impl Rig {
             e.set_generators_paused(true);
             (e.stats(), Instant::now())
         });
+        // SYNC POINT: Release pairs with `app_loop`'s Acquire load of
+        // `phase`: the window closed (generator paused) before it snapshots.
         ctl.phase.store(END, Ordering::Release);
         // Drain: every frame the NIC delivered has been handled, and (echo)
         // every frame sent has come back or was dropped.
@@ -856,6 +865,8 @@ impl Rig {
                 break;
             }
         }
+        // SYNC POINT: Release pairs with `app_loop`'s Acquire load of
+        // `phase`; the drain is over.
         ctl.phase.store(EXIT, Ordering::Release);
         let (driver, handler, report) = app
             .join()
