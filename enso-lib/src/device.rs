@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use memmap2::MmapRaw;
 use nic_emu::engine::{AttachInfo, AttachRequest};
 use nic_emu::layout::{
-    self, config, reg, reg_addr, signal, MmioQueue, RxNotification, TxNotification, MMIO_QUEUE_LEN,
+    self, config, reg, reg_addr, signal, MmioQueue, RxNotification, TxNotification, DESC_SLOT,
+    MMIO_QUEUE_LEN, NOTIF_SLOT,
 };
 use nic_emu::shm::{self, MirrorMap};
 use nic_emu::wire::{FiveTuple, FLIT};
@@ -246,10 +247,11 @@ impl std::fmt::Debug for Device {
 fn region_bytes(o: &DeviceOptions, pipe_size: usize, entries: u32) -> usize {
     let page = |n: usize| n.next_multiple_of(layout::PAGE);
     layout::DMA_RESERVED
-        + 2 * entries as usize * 64
+        + 2 * layout::notif_ring_bytes(entries)
         + o.pipes as usize * pipe_size
         + o.tx_pipes as usize * o.tx_pipe_size
-        + o.queues as usize * (page(o.rx_ring as usize * 16) + page(o.tx_ring as usize * 16))
+        + o.queues as usize
+            * (page(o.rx_ring as usize * DESC_SLOT) + page(o.tx_ring as usize * DESC_SLOT))
         + page(o.pool_buffers as usize * layout::desc::BUF_SIZE)
         + layout::PAGE
 }
@@ -355,9 +357,8 @@ impl Device {
         let region = shm::map(&file, info.dma_len)?;
         let mmio = shm::map(&shm::open_file(&info.mmio_path)?, layout::MMIO_FILE_LEN)?;
         let entries = info.notif_ring_entries;
-        let ring_bytes = entries as usize * 64;
-        let rx_ring = layout::DMA_RESERVED;
-        let tx_ring = rx_ring + ring_bytes;
+        let ring_bytes = layout::notif_ring_bytes(entries);
+        let (rx_ring, tx_ring) = layout::notif_rings(entries);
         let pipes = info.pipe_count.min(opts.pipes) as usize;
         let prefetch = opts
             .prefetch
@@ -702,11 +703,15 @@ impl Device {
 
     #[inline]
     fn rx_notif(&self, i: u32) -> &RxNotification {
-        // SAFETY: the RX ring is `entries * 64` bytes at `rx_ring`, inside the
-        // mapped region (checked at attach); `i` is masked to the ring; all
-        // fields are atomics.
+        // SAFETY: the RX ring is `entries * NOTIF_SLOT` bytes at `rx_ring`,
+        // inside the mapped region (checked at attach); `i` is masked to the
+        // ring; all fields are atomics.
         unsafe {
-            &*(self.region.as_ptr().add(self.rx_ring + i as usize * 64) as *const RxNotification)
+            &*(self
+                .region
+                .as_ptr()
+                .add(self.rx_ring + i as usize * NOTIF_SLOT)
+                as *const RxNotification)
         }
     }
 
@@ -714,7 +719,11 @@ impl Device {
     fn tx_notif(&self, i: u32) -> &TxNotification {
         // SAFETY: as `rx_notif`, for the TX ring.
         unsafe {
-            &*(self.region.as_ptr().add(self.tx_ring + i as usize * 64) as *const TxNotification)
+            &*(self
+                .region
+                .as_ptr()
+                .add(self.tx_ring + i as usize * NOTIF_SLOT)
+                as *const TxNotification)
         }
     }
 

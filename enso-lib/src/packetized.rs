@@ -12,7 +12,7 @@
 
 use std::sync::atomic::Ordering;
 
-use nic_emu::layout::{self, desc, reg, reg_addr, Descriptor};
+use nic_emu::layout::{self, desc, reg, reg_addr, Descriptor, DESC_SLOT};
 
 use crate::device::Device;
 use crate::error::{AllocError, DeviceError, RecvError, SendError};
@@ -132,8 +132,8 @@ impl Device {
         }
         self.ensure_pool()?;
         let (rx_n, tx_n) = (o.rx_ring, o.tx_ring);
-        let rx_ring = self.alloc_region_bytes(rx_n as usize * 16)?;
-        let tx_ring = self.alloc_region_bytes(tx_n as usize * 16)?;
+        let rx_ring = self.alloc_region_bytes(rx_n as usize * DESC_SLOT)?;
+        let tx_ring = self.alloc_region_bytes(tx_n as usize * DESC_SLOT)?;
         let id = self.info().desc_queue_base + idx;
         let q = layout::DESC_QUEUE_BASE + id;
         let mut qs = QueueSw {
@@ -159,7 +159,7 @@ impl Device {
             let Some(b) = self.pkt.free.pop() else {
                 return Err(AllocError::NoMemory);
             };
-            let d = self.desc_at(rx_ring + i as usize * 16);
+            let d = self.desc_at(rx_ring + i as usize * DESC_SLOT);
             d.qw0.store(
                 (self.pkt.pool_off + b as usize * desc::BUF_SIZE) as u64,
                 Ordering::Relaxed,
@@ -234,7 +234,8 @@ impl Device {
         while n < max && qs.rx_next != qs.rx_tail {
             let i = qs.rx_next;
             // SAFETY: as `desc_at`: slot `i` of this queue's RX ring.
-            let d = unsafe { &*(base.add(qs.rx_ring + i as usize * 16) as *const Descriptor) };
+            let d =
+                unsafe { &*(base.add(qs.rx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
             // SYNC POINT E (Acquire): pairs with the NIC's Release store of
             // `qw1`; the frame in the buffer is visible once DD is set.
             let qw1 = d.qw1.load(Ordering::Acquire);
@@ -277,7 +278,8 @@ impl Device {
             };
             let i = qs.rx_tail;
             // SAFETY: as `desc_at`: slot `i` of this queue's RX ring.
-            let d = unsafe { &*(base.add(qs.rx_ring + i as usize * 16) as *const Descriptor) };
+            let d =
+                unsafe { &*(base.add(qs.rx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
             d.qw0.store(
                 (pool_off + b as usize * desc::BUF_SIZE) as u64,
                 Ordering::Relaxed,
@@ -306,7 +308,8 @@ impl Device {
             }
             let i = qs.tx_next_dd;
             // SAFETY: as `desc_at`: slot `i` of this queue's TX ring.
-            let d = unsafe { &*(base.add(qs.tx_ring + i as usize * 16) as *const Descriptor) };
+            let d =
+                unsafe { &*(base.add(qs.tx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
             // SYNC POINT F (Acquire): pairs with the NIC's Release store of
             // the write-back; the NIC has read every buffer up to slot `i`.
             if d.qw1.load(Ordering::Acquire) & desc::TX_DD == 0 {
@@ -352,7 +355,8 @@ impl Device {
             }
             let i = qs.tx_tail;
             // SAFETY: as `desc_at`: slot `i` of this queue's TX ring.
-            let d = unsafe { &*(base.add(qs.tx_ring + i as usize * 16) as *const Descriptor) };
+            let d =
+                unsafe { &*(base.add(qs.tx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
             let mut cmd = desc::TX_EOP;
             if (i + 1) % TX_RS_THRESH == 0 {
                 cmd |= desc::TX_RS;

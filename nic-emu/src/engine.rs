@@ -36,6 +36,8 @@ const TX_BUDGET: usize = 64;
 const MMIO_BUDGET: u32 = 256;
 /// TX notifications the NIC fetches in one read request at most.
 const TX_FETCH_MAX: u32 = 256;
+/// A notification slot's size as the byte count of a DMA access.
+const NOTIF_BYTES: u64 = layout::NOTIF_SLOT as u64;
 
 /// What an application asks for when it attaches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -211,8 +213,8 @@ impl App {
     }
     #[inline]
     fn rx_notif(&self, ring: usize, i: u32) -> &RxNotification {
-        let off = ring + i as usize * 64;
-        debug_assert!(self.in_region(off, 64));
+        let off = ring + i as usize * layout::NOTIF_SLOT;
+        debug_assert!(self.in_region(off, layout::NOTIF_SLOT));
         // SAFETY: `ring` was checked to hold the whole ring inside the region when enabled
         // and `i` is masked to it: the 64 B slot is in bounds and 64 B aligned (the ring
         // is page aligned). All fields are atomics.
@@ -220,8 +222,8 @@ impl App {
     }
     #[inline]
     fn tx_notif(&self, ring: usize, i: u32) -> &TxNotification {
-        let off = ring + i as usize * 64;
-        debug_assert!(self.in_region(off, 64));
+        let off = ring + i as usize * layout::NOTIF_SLOT;
+        debug_assert!(self.in_region(off, layout::NOTIF_SLOT));
         // SAFETY: as for `rx_notif`: checked ring, masked index, atomics only.
         unsafe { &*(self.region.as_ptr().add(off) as *const TxNotification) }
     }
@@ -1175,7 +1177,7 @@ impl Core {
             }
         } else if q == layout::NBUF_QUEUE_BASE + app.nbuf_id {
             let entries = self.ring_mask + 1;
-            let ring_bytes = entries as usize * 64;
+            let ring_bytes = entries as usize * layout::NOTIF_SLOT;
             let nb = &mut app.nb;
             match r {
                 reg::RX_HEAD if value < entries && nb.rx_ring != 0 => {
@@ -1201,8 +1203,8 @@ impl Core {
                             .min(TX_FETCH_MAX);
                         self.pcie.record_dma_read(
                             TrafficClass::Notification,
-                            (nb.tx_ring + i as usize * 64) as u64,
-                            n as u64 * 64,
+                            (nb.tx_ring + i as usize * layout::NOTIF_SLOT) as u64,
+                            n as u64 * NOTIF_BYTES,
                         );
                         i = (i + n) & self.ring_mask;
                     }
@@ -1575,8 +1577,8 @@ impl Core {
             .store(signal::EMPTY, Ordering::Release);
         self.pcie.record_dma_write(
             TrafficClass::Notification,
-            (ring + i as usize * 64) as u64,
-            64,
+            (ring + i as usize * layout::NOTIF_SLOT) as u64,
+            NOTIF_BYTES,
         );
         app.nb.tx_head = (i + 1) & self.ring_mask;
     }
@@ -1825,8 +1827,8 @@ fn push_rx_notif(
     n.signal.store(signal::DATA, Ordering::Release);
     pcie.record_dma_write(
         TrafficClass::Notification,
-        (ring + i as usize * 64) as u64,
-        64,
+        (ring + i as usize * layout::NOTIF_SLOT) as u64,
+        NOTIF_BYTES,
     );
     app.nb.rx_tail = (i + 1) & mask;
     app.counters.rx_notifications += 1;

@@ -192,6 +192,11 @@ pub struct TxNotification {
 }
 const _: () = assert!(size_of::<TxNotification>() == 64);
 
+/// Bytes of one notification slot: RX and TX rings are arrays of
+/// [`RxNotification`] and [`TxNotification`], both this size.
+pub const NOTIF_SLOT: usize = size_of::<RxNotification>();
+const _: () = assert!(size_of::<TxNotification>() == NOTIF_SLOT);
+
 /// Index in `TxNotification::args` of the completion's visibility time.
 pub const TX_VISIBLE_ARG: usize = 4;
 
@@ -261,6 +266,9 @@ pub struct Descriptor {
 }
 const _: () = assert!(size_of::<Descriptor>() == 16);
 
+/// Bytes of one descriptor slot of a descriptor ring.
+pub const DESC_SLOT: usize = size_of::<Descriptor>();
+
 /// Descriptor bits and sizes.
 pub mod desc {
     /// RX write-back: descriptor done.
@@ -293,3 +301,19 @@ pub mod desc {
 /// The first page of every DMA region is never a valid buffer, so address 0
 /// means "disabled".
 pub const DMA_RESERVED: usize = PAGE;
+
+/// Bytes of a notification ring of `entries` slots.
+#[inline]
+pub const fn notif_ring_bytes(entries: u32) -> usize {
+    entries as usize * NOTIF_SLOT
+}
+
+/// Where software places the notification rings of a handle whose rings
+/// have `entries` slots: the RX ring right after the reserved page, the TX
+/// ring right after it. Returns `(rx_ring, tx_ring)`; the rings end at
+/// `tx_ring + notif_ring_bytes(entries)`.
+#[inline]
+pub const fn notif_rings(entries: u32) -> (usize, usize) {
+    let rx_ring = DMA_RESERVED;
+    (rx_ring, rx_ring + notif_ring_bytes(entries))
+}

@@ -19,6 +19,8 @@ use crate::port::{self, Port};
 
 /// Descriptors transmitted per queue per step at most.
 const TX_BUDGET: usize = 64;
+/// A descriptor's size as the byte count of a DMA access.
+const DESC_BYTES: u64 = layout::DESC_SLOT as u64;
 
 /// NIC-side state of one descriptor queue pair.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,8 +45,8 @@ pub(super) struct DescQueue {
 impl App {
     #[inline]
     fn desc(&self, ring: usize, i: u32) -> &Descriptor {
-        let off = ring + i as usize * 16;
-        debug_assert!(self.in_region(off, 16));
+        let off = ring + i as usize * layout::DESC_SLOT;
+        debug_assert!(self.in_region(off, layout::DESC_SLOT));
         // SAFETY: the ring was checked to lie inside the region when enabled and `i` is
         // masked to its size: the 16 B descriptor is in bounds and 16 B aligned (the ring
         // is page aligned); its fields are atomics.
@@ -85,7 +87,7 @@ impl Core {
                 }
                 if !(8..=(1 << 16)).contains(&entries)
                     || port >= self.fallback.len()
-                    || !app.in_region(off, entries * 16)
+                    || !app.in_region(off, entries * layout::DESC_SLOT)
                 {
                     app.counters.reject_bad_register_value += 1;
                     return;
@@ -274,8 +276,8 @@ impl Core {
                     d.qw1.store(qw1 | done, Ordering::Release);
                     self.pcie.record_dma_write(
                         TrafficClass::Descriptor,
-                        (dq.tx_ring + dq.tx_head as usize * 16) as u64,
-                        16,
+                        (dq.tx_ring + dq.tx_head as usize * layout::DESC_SLOT) as u64,
+                        DESC_BYTES,
                     );
                 }
                 if !ok {
@@ -316,8 +318,8 @@ fn fetch(pcie: &mut pcie_model::PcieCounters, f: u32, ring: usize, from: u32, n:
         let k = left.min(f).min(till_end);
         pcie.record_dma_read(
             TrafficClass::Descriptor,
-            (ring + i as usize * 16) as u64,
-            k as u64 * 16,
+            (ring + i as usize * layout::DESC_SLOT) as u64,
+            k as u64 * DESC_BYTES,
         );
         i = (i + k) & mask;
         left -= k;
@@ -325,11 +327,11 @@ fn fetch(pcie: &mut pcie_model::PcieCounters, f: u32, ring: usize, from: u32, n:
 }
 
 fn flush_wb(pcie: &mut pcie_model::PcieCounters, dq: &mut DescQueue) {
-    let addr = dq.rx_ring + dq.rx_wb_first as usize * 16;
+    let addr = dq.rx_ring + dq.rx_wb_first as usize * layout::DESC_SLOT;
     pcie.record_dma_write(
         TrafficClass::Descriptor,
         addr as u64,
-        dq.rx_wb_pending as u64 * 16,
+        dq.rx_wb_pending as u64 * DESC_BYTES,
     );
     dq.rx_wb_pending = 0;
 }
