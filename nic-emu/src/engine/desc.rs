@@ -167,6 +167,8 @@ impl Core {
         if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
             // A descriptor pointing outside the application's memory: refuse
             // it, hand it back marked, drop the frame.
+            // SYNC POINT E (Release): pairs with software's Acquire load of
+            // `qw1`; it sees RX_ERR with DD and takes its buffer back unread.
             d.qw1.store(desc::RX_DD | desc::RX_ERR, Ordering::Release);
             qc.drop_bad_descriptor += 1;
             app.counters.reject_bad_descriptor += 1;
