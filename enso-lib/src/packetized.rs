@@ -58,7 +58,8 @@ pub struct QueueStats {
     pub rx_nombuf: u64,
     /// Frames `tx_burst` could not queue (ring full).
     pub tx_full: u64,
-    /// Descriptors the NIC marked as refused.
+    /// Descriptors the NIC marked as refused or wrote back with a length
+    /// no buffer holds (RX), and buffers of another device (TX).
     pub errors: u64,
 }
 
@@ -245,12 +246,15 @@ impl Device {
             let b = qs.rx_bufs[i as usize];
             qs.rx_next = (i + 1) & qs.rx_mask;
             qs.rx_pending += 1;
-            if qw1 & desc::RX_ERR != 0 {
+            let len = (qw1 >> 32) & desc::LEN_MASK;
+            if qw1 & desc::RX_ERR != 0 || len > desc::BUF_SIZE as u64 {
+                // Refused by the NIC, or a length no buffer holds (a buggy or
+                // hostile NIC): no frame to hand out; the buffer goes back.
                 qs.stats.errors += 1;
                 self.pkt.free.push(b);
                 continue;
             }
-            let len = ((qw1 >> 32) & desc::LEN_MASK) as u16;
+            let len = len as u16;
             qs.stats.rx_packets += 1;
             qs.stats.rx_bytes += len as u64;
             out.push(Mbuf { idx: b, len, tag });
@@ -386,10 +390,13 @@ impl Device {
     /// The frame bytes of a buffer.
     #[inline]
     pub fn mbuf_data(&self, m: &Mbuf) -> &[u8] {
+        debug_assert!(m.idx < self.pkt.pool_len && m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
         // SAFETY: `m` came from this pool (its index is below the pool size
-        // and is checked by its tag on every send), the buffer lies inside
-        // the region, and the application owns it while it holds `m`.
+        // and is checked by its tag on every send), its length is at most
+        // the buffer size (`alloc_mbuf` and `set_len` clamp it, `rx_burst`
+        // refuses longer write-backs), so the bytes lie inside the region;
+        // the application owns the buffer while it holds `m`.
         unsafe { std::slice::from_raw_parts(self.region_ptr().add(off), m.len as usize) }
     }
 
@@ -397,6 +404,7 @@ impl Device {
     /// after [`Mbuf::set_len`]).
     #[inline]
     pub fn mbuf_data_mut(&mut self, m: &mut Mbuf) -> &mut [u8] {
+        debug_assert!(m.idx < self.pkt.pool_len && m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
         // SAFETY: as `mbuf_data`; `&mut Mbuf` is the only handle to it.
         unsafe { std::slice::from_raw_parts_mut(self.region_ptr().add(off), m.len as usize) }
@@ -450,5 +458,75 @@ impl Device {
         for qi in 0..self.pkt.queues.len() {
             self.tx_reclaim(qi);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DeviceOptions;
+    use nic_emu::{DeviceConfig, Engine, WireConfig};
+
+    /// A handle with one descriptor queue (64-entry rings) on a stepped
+    /// engine with one unwired port; the engine and directory must outlive it.
+    fn queue_device() -> (Device, QueueId, Engine, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cfg = DeviceConfig::new("pkt-unit", WireConfig::Null);
+        cfg.dir = dir.path().to_path_buf();
+        cfg.pipe_size = 64 << 10;
+        cfg.notif_ring_entries = 256;
+        let mut e = Engine::new(cfg).expect("engine");
+        let opts = DeviceOptions {
+            pipes: 0,
+            tx_pipes: 0,
+            queues: 1,
+            rx_ring: 64,
+            tx_ring: 64,
+            pool_buffers: 256,
+            ..Default::default()
+        };
+        let mut dev = Device::attach_engine(&mut e, opts).expect("attach");
+        let q = dev.alloc_queue(0, false).expect("queue");
+        (dev, q, e, dir)
+    }
+
+    #[test]
+    fn rx_burst_refuses_write_backs_longer_than_a_buffer() {
+        let (mut dev, q, _engine, _dir) = queue_device();
+        let ring = dev.pkt.queues[0].rx_ring;
+        let (free_before, _) = dev.pool_usage();
+        // Write-backs of a hostile NIC (the engine never steps here): the
+        // largest length the field holds, one byte more than a buffer, then
+        // a full buffer and a small frame, which are valid.
+        let lens = [
+            0xffff,
+            desc::BUF_SIZE as u64 + 1,
+            desc::BUF_SIZE as u64,
+            100,
+        ];
+        for (i, len) in lens.into_iter().enumerate() {
+            let d = dev.desc_at(ring + i * DESC_SLOT);
+            d.qw0.store(0, Ordering::Relaxed);
+            // Stands for the NIC's SYNC POINT E (Release); its Acquire
+            // partner is the load of `qw1` in `rx_burst`.
+            d.qw1
+                .store(desc::RX_DD | desc::RX_EOP | len << 32, Ordering::Release);
+        }
+        let mut out = Vec::new();
+        assert_eq!(dev.rx_burst(q, &mut out, 32), Ok(2));
+        let lens: Vec<usize> = out.iter().map(|m| m.len()).collect();
+        assert_eq!(lens, [desc::BUF_SIZE, 100]);
+        for m in &out {
+            assert_eq!(dev.mbuf_data(m).len(), m.len());
+        }
+        let st = dev.queue_stats(q).expect("own queue");
+        assert_eq!(st.errors, 2);
+        assert_eq!(st.rx_packets, 2);
+        assert_eq!(st.rx_bytes, desc::BUF_SIZE as u64 + 100);
+        // The refused buffers went back to the pool; the accepted ones are
+        // the application's until it frees them.
+        assert_eq!(dev.pool_usage().0, free_before + 2);
+        dev.free_mbufs(out);
+        assert_eq!(dev.pool_usage().0, free_before + 4);
     }
 }
