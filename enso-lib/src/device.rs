@@ -244,16 +244,23 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Bytes of DMA region a handle with options `o` needs, for pipes of
+/// `pipe_size` bytes and notification rings of `entries` slots. Saturates
+/// (no region is that large) rather than overflow on sizes a device sent.
 fn region_bytes(o: &DeviceOptions, pipe_size: usize, entries: u32) -> usize {
     let page = |n: usize| n.next_multiple_of(layout::PAGE);
-    layout::DMA_RESERVED
-        + 2 * layout::notif_ring_bytes(entries)
-        + o.pipes as usize * pipe_size
-        + o.tx_pipes as usize * o.tx_pipe_size
-        + o.queues as usize
-            * (page(o.rx_ring as usize * DESC_SLOT) + page(o.tx_ring as usize * DESC_SLOT))
-        + page(o.pool_buffers as usize * layout::desc::BUF_SIZE)
-        + layout::PAGE
+    let queue = page(o.rx_ring as usize * DESC_SLOT) + page(o.tx_ring as usize * DESC_SLOT);
+    [
+        layout::DMA_RESERVED,
+        2 * layout::notif_ring_bytes(entries),
+        (o.pipes as usize).saturating_mul(pipe_size),
+        (o.tx_pipes as usize).saturating_mul(o.tx_pipe_size),
+        (o.queues as usize).saturating_mul(queue),
+        page(o.pool_buffers as usize * layout::desc::BUF_SIZE),
+        layout::PAGE,
+    ]
+    .into_iter()
+    .fold(0, usize::saturating_add)
 }
 
 fn request(o: &DeviceOptions, pipe_size: usize, entries: u32) -> AttachRequest {
@@ -288,6 +295,77 @@ fn check_options(o: &DeviceOptions) -> Result<(), AttachError> {
     Ok(())
 }
 
+/// Largest pipe the library handles (stream pipes count positions in bytes,
+/// in a `u32`).
+const MAX_PIPE_SIZE: usize = 1 << 31;
+
+fn bad_answer(what: impl std::fmt::Display) -> AttachError {
+    AttachError::Device(format!("bad attach answer: {what}"))
+}
+
+/// Checks what the device answered at attach time before anything is mapped
+/// or indexed with it. The device is another process, possibly buggy or
+/// hostile; the datapath then uses the rings, pipe sizes and ids without
+/// further checks.
+fn check_info(info: &AttachInfo, opts: &DeviceOptions) -> Result<(), AttachError> {
+    let entries = info.notif_ring_entries;
+    let (_, tx_ring) = layout::notif_rings(entries);
+    let rings_end = tx_ring + layout::notif_ring_bytes(entries);
+    let ps = info.pipe_size;
+    let ids = |base: u32, n: u32, max: u32| base as u64 + n as u64 <= max as u64;
+    let what = if !entries.is_power_of_two() || entries < 2 {
+        format!("{entries} notification ring entries (a power of two of at least 2 is needed)")
+    } else if !ps.is_power_of_two() || !(layout::PAGE..=MAX_PIPE_SIZE).contains(&ps) {
+        format!("pipe size {ps} (a power of two in 4096..=2^31 is needed)")
+    } else if !ids(info.pipe_base, info.pipe_count, layout::MAX_PIPES) {
+        format!(
+            "pipes {} + {} beyond the pipe ids",
+            info.pipe_base, info.pipe_count
+        )
+    } else if info.nbuf_id >= layout::MAX_NBUFS {
+        format!("notification buffer {} beyond the ids", info.nbuf_id)
+    } else if !ids(
+        info.desc_queue_base,
+        info.desc_queue_count,
+        layout::MAX_DESC_QUEUES,
+    ) {
+        format!(
+            "descriptor queues {} + {} beyond the queue ids",
+            info.desc_queue_base, info.desc_queue_count
+        )
+    } else if info.ports > layout::desc::PORT_BITS as usize + 1 {
+        format!("{} ports (registers name at most 16)", info.ports)
+    } else if rings_end > info.dma_len {
+        format!(
+            "DMA region of {} bytes does not hold the notification rings ({rings_end} bytes)",
+            info.dma_len
+        )
+    } else if region_bytes(opts, ps, entries) > info.dma_len {
+        format!(
+            "DMA region of {} bytes, {} needed for these options",
+            info.dma_len,
+            region_bytes(opts, ps, entries)
+        )
+    } else {
+        return Ok(());
+    };
+    Err(bad_answer(what))
+}
+
+/// Opens a shared-memory file the device named, checking that it holds `len`
+/// bytes (touching a mapping beyond the end of its file faults).
+fn open_shared(path: &Path, len: usize) -> Result<File, AttachError> {
+    let file = shm::open_file(path)?;
+    let have = file.metadata()?.len();
+    if have < len as u64 {
+        return Err(bad_answer(format!(
+            "{} holds {have} bytes, not {len}",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 impl Device {
     /// Attaches to the standalone device `name` under `/dev/shm`.
     pub fn open(name: &str, opts: DeviceOptions) -> Result<Self, AttachError> {
@@ -299,7 +377,8 @@ impl Device {
         check_options(&opts)?;
         let devdir = dir.join(format!("enso-{name}"));
         // Sizes are device settings; ask with the real NIC's defaults first,
-        // then retry with the device's own if they differ.
+        // then retry with the device's own if they differ. Either answer is
+        // checked (`check_info`) before it is used.
         let guess = request(&opts, 2 << 20, 16384);
         let (info, sock) =
             nic_emu::device::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
@@ -353,9 +432,11 @@ impl Device {
         opts: DeviceOptions,
         keep: Keepalive,
     ) -> Result<Self, AttachError> {
-        let file = shm::open_file(&info.dma_path)?;
+        check_info(&info, &opts)?;
+        let file = open_shared(&info.dma_path, info.dma_len)?;
         let region = shm::map(&file, info.dma_len)?;
-        let mmio = shm::map(&shm::open_file(&info.mmio_path)?, layout::MMIO_FILE_LEN)?;
+        let mmio_file = open_shared(&info.mmio_path, layout::MMIO_FILE_LEN)?;
+        let mmio = shm::map(&mmio_file, layout::MMIO_FILE_LEN)?;
         let entries = info.notif_ring_entries;
         let ring_bytes = layout::notif_ring_bytes(entries);
         let (rx_ring, tx_ring) = layout::notif_rings(entries);
@@ -704,8 +785,8 @@ impl Device {
     #[inline]
     fn rx_notif(&self, i: u32) -> &RxNotification {
         // SAFETY: the RX ring is `entries * NOTIF_SLOT` bytes at `rx_ring`,
-        // inside the mapped region (checked at attach); `i` is masked to the
-        // ring; all fields are atomics.
+        // inside the mapped region (`check_info` at attach); `i` is masked to
+        // the ring; all fields are atomics.
         unsafe {
             &*(self
                 .region
@@ -1216,5 +1297,160 @@ impl Drop for Device {
         if let Keepalive::Control(c, id) = &self._keep {
             c.detach(*id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixListener;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    fn opts() -> DeviceOptions {
+        DeviceOptions {
+            pipes: 2,
+            tx_pipes: 0,
+            ..Default::default()
+        }
+    }
+
+    /// An honest answer for `opts()` (64 KiB pipes, 256-entry rings), naming
+    /// files `tag.dma` and `tag.mmio` in `dir` (not created).
+    fn answer(dir: &Path, tag: &str) -> AttachInfo {
+        let (pipe_size, entries) = (64 << 10, 256);
+        AttachInfo {
+            app_id: 1,
+            device: "fake".into(),
+            dma_path: dir.join(format!("{tag}.dma")),
+            dma_len: region_bytes(&opts(), pipe_size, entries),
+            mmio_path: dir.join(format!("{tag}.mmio")),
+            pipe_base: 0,
+            pipe_count: 2,
+            nbuf_id: 0,
+            pipe_size,
+            notif_ring_entries: entries,
+            notification_mode: NotificationMode::Reactive,
+            ports: 1,
+            interconnect_latency_ns: 0,
+            desc_queue_base: 0,
+            desc_queue_count: 0,
+        }
+    }
+
+    #[test]
+    fn check_info_refuses_impossible_answers() {
+        let o = opts();
+        let good = answer(Path::new("/nonexistent"), "x");
+        assert!(check_info(&good, &o).is_ok());
+        let cases: [(&str, fn(&mut AttachInfo)); 16] = [
+            ("entries", |i| i.notif_ring_entries = 0),
+            ("entries", |i| i.notif_ring_entries = 1),
+            ("entries", |i| i.notif_ring_entries = 96),
+            ("pipe size", |i| i.pipe_size = 0),
+            ("pipe size", |i| i.pipe_size = 1000),
+            ("pipe size", |i| i.pipe_size = 2048),
+            ("pipe size", |i| i.pipe_size = 1 << 32),
+            ("pipe ids", |i| i.pipe_base = u32::MAX),
+            ("pipe ids", |i| i.pipe_count = layout::MAX_PIPES + 1),
+            ("notification buffer", |i| i.nbuf_id = layout::MAX_NBUFS),
+            ("queue ids", |i| {
+                (i.desc_queue_base, i.desc_queue_count) = (layout::MAX_DESC_QUEUES, 1)
+            }),
+            ("queue ids", |i| i.desc_queue_count = u32::MAX),
+            ("ports", |i| i.ports = 17),
+            ("notification rings", |i| i.notif_ring_entries = 1 << 31),
+            ("needed", |i| i.dma_len -= 1),
+            ("needed", |i| i.pipe_size *= 2),
+        ];
+        for (want, hostile) in cases {
+            let mut info = good.clone();
+            hostile(&mut info);
+            match check_info(&info, &o) {
+                Err(AttachError::Device(m)) => {
+                    assert!(m.contains(want), "'{m}' does not say '{want}'")
+                }
+                r => panic!("{info:?}: {r:?}, not a refusal"),
+            }
+        }
+    }
+
+    /// A device in `dir` whose control socket answers up to two attach
+    /// requests with `info`; returns how many it answered so far.
+    fn fake_device(dir: &Path, name: &str, info: AttachInfo) -> Arc<AtomicUsize> {
+        let devdir = dir.join(format!("enso-{name}"));
+        std::fs::create_dir_all(&devdir).expect("device dir");
+        let l = UnixListener::bind(devdir.join(nic_emu::device::CONTROL_SOCKET)).expect("bind");
+        let answered = Arc::new(AtomicUsize::new(0));
+        let count = answered.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming().take(2) {
+                let mut s = s.expect("accept");
+                let mut line = String::new();
+                BufReader::new(&s).read_line(&mut line).expect("request");
+                let resp = nic_emu::device::ControlResponse::Attached(info.clone());
+                let mut out = serde_json::to_string(&resp).expect("json");
+                out.push('\n');
+                count.fetch_add(1, Ordering::SeqCst);
+                s.write_all(out.as_bytes()).expect("answer");
+            }
+        });
+        answered
+    }
+
+    /// Creates the files `info` names: the DMA file `dma_file_len` bytes
+    /// long, the register file as long as it must be.
+    fn create_files(info: &AttachInfo, dma_file_len: usize) {
+        shm::create_file(&info.dma_path, dma_file_len).expect("dma file");
+        shm::create_file(&info.mmio_path, layout::MMIO_FILE_LEN).expect("mmio file");
+    }
+
+    fn refused(r: Result<Device, AttachError>, want: &str) {
+        match r {
+            Err(AttachError::Device(m)) => {
+                assert!(
+                    m.starts_with("bad attach answer") && m.contains(want),
+                    "{m}"
+                )
+            }
+            r => panic!("{r:?}, not a refusal saying '{want}'"),
+        }
+    }
+
+    #[test]
+    fn open_refuses_what_a_hostile_device_answers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+
+        // A region that holds the notification rings but not the pipes,
+        // twice: the device's sizes differ from the library's first guess,
+        // so it asks again and must check the second answer too.
+        let mut info = answer(d, "small");
+        info.dma_len = 12 * layout::PAGE;
+        create_files(&info, info.dma_len);
+        let asked = fake_device(d, "small", info);
+        refused(Device::open_in(d, "small", opts()), "needed");
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+
+        // No notification ring entries.
+        let mut info = answer(d, "zero");
+        info.notif_ring_entries = 0;
+        create_files(&info, info.dma_len);
+        fake_device(d, "zero", info);
+        refused(Device::open_in(d, "zero", opts()), "entries");
+
+        // A region longer than its file.
+        let info = answer(d, "short");
+        create_files(&info, layout::PAGE);
+        fake_device(d, "short", info);
+        refused(Device::open_in(d, "short", opts()), "holds");
+
+        // The honest answer attaches.
+        let info = answer(d, "honest");
+        create_files(&info, info.dma_len);
+        fake_device(d, "honest", info);
+        let dev = Device::open_in(d, "honest", opts()).expect("honest answer");
+        assert_eq!(dev.info().notif_ring_entries, 256);
     }
 }
