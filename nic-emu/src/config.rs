@@ -71,6 +71,18 @@ impl SizeSpec {
     }
 }
 
+/// Checks a generator rate (frames per second): it must be a finite number
+/// above zero (pacing computes from it the frames due so far).
+pub fn check_rate_pps(pps: f64) -> Result<f64, String> {
+    if pps.is_finite() && pps > 0.0 {
+        Ok(pps)
+    } else {
+        Err(format!(
+            "generator rate {pps} pps: must be a finite number above 0"
+        ))
+    }
+}
+
 #[inline]
 pub(crate) fn mix64(mut x: u64) -> u64 {
     x ^= x >> 33;
@@ -263,6 +275,9 @@ impl DeviceConfig {
                     if g.burst == 0 {
                         return Err(format!("port {i}: generator burst 0"));
                     }
+                    if let Some(r) = g.rate_pps {
+                        check_rate_pps(r).map_err(|e| format!("port {i}: {e}"))?;
+                    }
                 }
                 _ => {}
             }
@@ -277,5 +292,30 @@ impl DeviceConfig {
             return Err("a device needs at least one port".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_rates_must_be_finite_and_positive() {
+        let with_rate = |pps| {
+            DeviceConfig::new(
+                "rate",
+                WireConfig::Generator(GeneratorConfig {
+                    rate_pps: Some(pps),
+                    ..Default::default()
+                }),
+            )
+        };
+        for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -1.0, 0.0, -0.0] {
+            let e = with_rate(bad).validate().expect_err("bad rate accepted");
+            assert!(e.contains("port 0") && e.contains("pps"), "{e}");
+        }
+        for good in [1.0, 1e6, 1e30, f64::MIN_POSITIVE] {
+            assert_eq!(with_rate(good).validate(), Ok(()), "{good}");
+        }
     }
 }

@@ -243,7 +243,10 @@ impl Generator {
         }
         if let Some(rate) = self.cfg.rate_pps {
             let start = *self.start_ns.get_or_insert(now_ns);
-            let due = ((now_ns - start) as f64 * rate / 1e9) as u64 + 1;
+            // Saturating: the float-to-integer cast already saturates, so a
+            // huge rate means "no limit" rather than an overflow.
+            let due = (now_ns.saturating_sub(start) as f64 * rate / 1e9) as u64;
+            let due = due.saturating_add(1);
             n = n.min(due.saturating_sub(self.next_seq - self.paced_base));
         }
         n
@@ -604,5 +607,17 @@ mod tests {
         });
         assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 5);
         assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 0);
+    }
+
+    #[test]
+    fn a_huge_rate_sends_whole_bursts() {
+        let mut g = Generator::new(GeneratorConfig {
+            rate_pps: Some(1e30),
+            burst: 16,
+            ..Default::default()
+        });
+        assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 1);
+        // A second at 1e30 pps: far more than u64::MAX frames are due.
+        assert_eq!(g.emit(1_000_000_000, &Clock::Monotonic, |_, _| {}), 16);
     }
 }

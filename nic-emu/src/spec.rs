@@ -5,7 +5,7 @@
 //!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
 
-use crate::config::{GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
+use crate::config::{check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
 use crate::testframe::FrameKind;
 
 fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
@@ -80,7 +80,7 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                             .collect::<Result<_, _>>()?
                     }
                     "flows" => g.flows = num::<u32>(k, v)?.max(1),
-                    "pps" => g.rate_pps = Some(num(k, v)?),
+                    "pps" => g.rate_pps = Some(check_rate_pps(num(k, v)?)?),
                     "count" => g.count = Some(num(k, v)?),
                     "inflight" => g.max_in_flight = Some(num(k, v)?),
                     "burst" => g.burst = num::<usize>(k, v)?.max(1),
@@ -141,6 +141,11 @@ mod tests {
             "generator:foo=1",
             "generator:size=200-100",
             "null:3",
+            "generator:pps=inf",
+            "generator:pps=NaN",
+            "generator:pps=-1000",
+            "generator:pps=0",
+            "generator:pps=1e400",
         ] {
             assert!(parse_wire(bad).is_err(), "{bad}");
         }
