@@ -154,9 +154,17 @@ pub fn stream_len(frame: &[u8]) -> Result<usize, FrameError> {
 
 /// Writes `frame` into `out` as it must appear in a TX stream (behind a
 /// marker flit if its headers state no length); returns the bytes used, a
-/// multiple of 64. `out` must hold [`stream_len`] bytes.
+/// multiple of 64. `out` must hold [`stream_len`] bytes
+/// ([`FrameError::NoRoom`] otherwise, with nothing written).
 pub fn write_frame(out: &mut [u8], frame: &[u8]) -> Result<usize, FrameError> {
     let p = wire::place(frame)?;
+    let need = p.flits * FLIT;
+    if out.len() < need {
+        return Err(FrameError::NoRoom {
+            need,
+            room: out.len(),
+        });
+    }
     let mut at = 0;
     if p.marker {
         let mut m = [0u8; FLIT];
@@ -165,7 +173,7 @@ pub fn write_frame(out: &mut [u8], frame: &[u8]) -> Result<usize, FrameError> {
         at = FLIT;
     }
     out[at..at + p.len].copy_from_slice(&frame[..p.len]);
-    Ok(p.flits * FLIT)
+    Ok(need)
 }
 
 #[cfg(test)]
@@ -211,6 +219,31 @@ mod tests {
             p[0] ^= 0xff;
         }
         assert!(b.packets().all(|p| p[0] == 0x02 ^ 0xff));
+    }
+
+    #[test]
+    fn write_frame_refuses_a_short_buffer() {
+        let tf = TestFrames::new(3, 0);
+        let mut f = [0u8; 1536];
+        // A frame that states its length (100 bytes: two flits) and an
+        // opaque one (100 bytes behind a marker flit: three).
+        for (kind, flits, at) in [(FrameKind::Ipv4Udp, 2, 0), (FrameKind::Raw, 3, FLIT)] {
+            let n = tf.build(kind, 1, 1, 100, &mut f);
+            let need = flits * FLIT;
+            assert_eq!(stream_len(&f[..n]), Ok(need));
+            for room in [0, 1, FLIT, n, need - 1] {
+                let mut out = vec![0xaau8; room];
+                assert_eq!(
+                    write_frame(&mut out, &f[..n]),
+                    Err(FrameError::NoRoom { need, room }),
+                    "{kind:?} into {room} bytes"
+                );
+                assert!(out.iter().all(|&b| b == 0xaa), "written into {room} bytes");
+            }
+            let mut out = vec![0u8; need];
+            assert_eq!(write_frame(&mut out, &f[..n]), Ok(need));
+            assert_eq!(&out[at..at + n], &f[..n]);
+        }
     }
 
     #[test]

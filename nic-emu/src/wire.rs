@@ -43,7 +43,7 @@ pub const ETHERTYPE_ARP: u16 = 0x0806;
 pub const ETHERTYPE_VLAN: u16 = 0x8100;
 pub const ETHERTYPE_QINQ: u16 = 0x88A8;
 
-/// Why a frame could not be delimited.
+/// Why a frame could not be delimited (or written into a stream).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// Fewer bytes than the headers that state the length.
@@ -58,6 +58,10 @@ pub enum FrameError {
     /// A marker flit with a bad magic or length.
     #[error("corrupt marker flit")]
     BadMarker,
+    /// The buffer to write the frame into is shorter than the bytes it takes
+    /// in a stream.
+    #[error("frame takes {need} bytes of stream, buffer holds {room}")]
+    NoRoom { need: usize, room: usize },
 }
 
 /// Flits occupied by `len` bytes.
