@@ -1344,7 +1344,9 @@ mod tests {
         let o = opts();
         let good = answer(Path::new("/nonexistent"), "x");
         assert!(check_info(&good, &o).is_ok());
-        let cases: [(&str, fn(&mut AttachInfo)); 16] = [
+        // What the refusal must say, and the change that makes it refusable.
+        type Case = (&'static str, fn(&mut AttachInfo));
+        let cases: [Case; 16] = [
             ("entries", |i| i.notif_ring_entries = 0),
             ("entries", |i| i.notif_ring_entries = 1),
             ("entries", |i| i.notif_ring_entries = 96),
