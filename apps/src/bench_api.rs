@@ -293,7 +293,7 @@ pub fn run_trial(
             .name(format!("{app}-{iface}"))
             .spawn_scoped(s, move || {
                 if let Some(c) = opts.app_core {
-                    core_affinity::set_for_current(core_affinity::CoreId { id: c });
+                    crate::cli::pin_current(c);
                 }
                 app_thread(nic, app, iface, pipes, opts)
             })
@@ -736,7 +736,7 @@ fn measure<D: AppDriver<H>, H, C: Client>(
         let t = std::thread::Builder::new()
             .name("client".into())
             .spawn_scoped(s, || -> Result<Option<LatencyStats>, LoadError> {
-                core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                crate::cli::pin_current(core);
                 let mut reset = false;
                 while !stop.load(Ordering::Relaxed) {
                     client.poll()?;

@@ -83,6 +83,69 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> CliResult<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// Cores a thread can be pinned to at all: libc's `cpu_set_t` has this
+/// many bits, and `CPU_SET` panics for a larger core number.
+pub const CPU_SET_SIZE: usize = 1024;
+
+/// The cores this process may run on (its affinity mask), sorted; empty if
+/// they cannot be listed. Read it before pinning the calling thread: a
+/// pinned thread sees its one core.
+pub fn usable_cores() -> Vec<usize> {
+    let mut v: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `cores` (sorted) as ranges: `0-3,8,10-11`.
+pub fn core_list(cores: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            cores[i].to_string()
+        } else {
+            format!("{}-{}", cores[i], cores[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Checks the core `core` given with `flag`: one of `usable` (from
+/// [`usable_cores`]), or, if that list is empty, below [`CPU_SET_SIZE`].
+/// Pinning to any other core fails (or, at [`CPU_SET_SIZE`] and above,
+/// panics).
+pub fn check_core(flag: &str, core: usize, usable: &[usize]) -> CliResult<()> {
+    let ok = core < CPU_SET_SIZE && (usable.is_empty() || usable.contains(&core));
+    if !ok {
+        let have = if usable.is_empty() {
+            format!("0-{}", CPU_SET_SIZE - 1)
+        } else {
+            core_list(usable)
+        };
+        return Err(
+            format!("{flag} {core} is not a core this process can run on (cores: {have})").into(),
+        );
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to `core`; false if that failed. A core number
+/// of [`CPU_SET_SIZE`] or more fails here instead of panicking in libc's
+/// `CPU_SET`.
+pub fn pin_current(core: usize) -> bool {
+    core < CPU_SET_SIZE && core_affinity::set_for_current(core_affinity::CoreId { id: core })
+}
+
 impl ConnectArgs {
     /// Checks the values clap cannot.
     pub fn check(&self) -> CliResult<()> {
@@ -90,13 +153,16 @@ impl ConnectArgs {
             seconds("--duration-s", d, false)?;
         }
         seconds("--progress-s", self.progress_s, true)?;
+        if let Some(c) = self.core {
+            check_core("--core", c, &usable_cores())?;
+        }
         Ok(())
     }
 
     /// Pins the calling thread to `--core`, if given.
     pub fn pin(&self, who: &str) {
         if let Some(c) = self.core {
-            if !core_affinity::set_for_current(core_affinity::CoreId { id: c }) {
+            if !pin_current(c) {
                 eprintln!("{who}: could not pin to core {c}; running unpinned");
             }
         }
@@ -283,6 +349,46 @@ mod tests {
         for v in [-0.5, f64::NAN, f64::INFINITY, MAX_SECONDS * 2.0] {
             let e = seconds("--x", v, true).unwrap_err().to_string();
             assert!(e.starts_with("--x must be 0 or more"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn cores_that_cannot_be_pinned_to_are_refused() {
+        assert_eq!(core_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(core_list(&[5]), "5");
+        assert_eq!(core_list(&[]), "");
+        let usable = [0, 1];
+        assert!(check_core("--core", 0, &usable).is_ok());
+        assert!(check_core("--core", 1, &usable).is_ok());
+        for c in [2, 1023, 1024, 99_999, usize::MAX] {
+            let e = check_core("--core", c, &usable).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("--core {c} is not a core this process can run on (cores: 0-1)")
+            );
+        }
+        // A mask that cannot be read: only what libc's CPU set holds.
+        assert!(check_core("--x", 1023, &[]).is_ok());
+        let e = check_core("--x", 1024, &[]).unwrap_err().to_string();
+        assert!(e.ends_with("(cores: 0-1023)"), "{e}");
+        // The cores of this process pass, and pinning to one works.
+        let mine = usable_cores();
+        if let Some(&c) = mine.first() {
+            assert!(check_core("--core", c, &mine).is_ok());
+        }
+        assert!(!pin_current(CPU_SET_SIZE));
+        assert!(!pin_current(usize::MAX));
+    }
+
+    #[test]
+    fn connect_args_check_the_core() {
+        let mut a = connect(None, 1.0);
+        a.core = Some(99_999);
+        let e = a.check().unwrap_err().to_string();
+        assert!(e.starts_with("--core 99999 is not a core"), "{e}");
+        if let Some(&c) = usable_cores().first() {
+            a.core = Some(c);
+            assert!(a.check().is_ok());
         }
     }
 

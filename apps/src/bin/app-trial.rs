@@ -71,6 +71,9 @@ fn run(a: Args) -> CliResult<()> {
     if !(60..=1536).contains(&a.size) {
         return Err(format!("--size must be in 60..=1536, not {}", a.size).into());
     }
+    if let Some(c) = a.client_core {
+        cli::check_core("--client-core", c, &cli::usable_cores())?;
+    }
     let apps = if a.app.is_empty() {
         AppKind::ALL.to_vec()
     } else {
