@@ -57,7 +57,8 @@ pub struct Args {
     /// Stop after this long: 10s, 500ms, 2m, or seconds.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// First CPU core to pin threads to.
+    /// First CPU core to pin threads to: transmit on CORE, receive on
+    /// CORE+1 (both on CORE with --single-core).
     #[arg(long, value_name = "CORE")]
     pub core: Option<usize>,
     /// Number of queues (Ensō pipes) to send and receive on.
@@ -272,6 +273,9 @@ pub enum ConfigError {
     /// An option that names an outside NIC, with `--in-process`.
     #[error("{0} does not apply to --in-process (it starts its own NIC: the generator on port 0, an echo server on port 1)")]
     NotForInProcess(&'static str),
+    /// A core that threads cannot be pinned to.
+    #[error("{0}")]
+    Core(String),
     /// A number out of range.
     #[error("{what} must be {range}, not {value}")]
     OutOfRange {
@@ -308,6 +312,69 @@ impl CliError {
             CliError::Invalid(e) => e.to_string(),
         }
     }
+}
+
+/// Cores a thread can be pinned to at all: libc's `cpu_set_t` has this
+/// many bits, and `CPU_SET` panics for a larger core number.
+pub const CPU_SET_SIZE: usize = 1024;
+
+/// The cores this process may run on (its affinity mask), sorted; empty if
+/// they cannot be listed.
+pub fn usable_cores() -> Vec<usize> {
+    let mut v: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `cores` (sorted) as ranges: `0-3,8,10-11`.
+fn core_list(cores: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            cores[i].to_string()
+        } else {
+            format!("{}-{}", cores[i], cores[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Checks `--core`: the transmit thread goes to `core` and, unless
+/// `single_core`, the receive thread to `core + 1`; both must be among
+/// `usable` (from [`usable_cores`]; if that is empty, below
+/// [`CPU_SET_SIZE`]).
+pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(), ConfigError> {
+    let ok = |c: usize| c < CPU_SET_SIZE && (usable.is_empty() || usable.contains(&c));
+    let have = if usable.is_empty() {
+        format!("0-{}", CPU_SET_SIZE - 1)
+    } else {
+        core_list(usable)
+    };
+    if !ok(core) {
+        return Err(ConfigError::Core(format!(
+            "--core {core} is not a core this process can run on (cores: {have})"
+        )));
+    }
+    // `core` is below CPU_SET_SIZE here, so `core + 1` cannot overflow.
+    if !single_core && !ok(core + 1) {
+        return Err(ConfigError::Core(format!(
+            "--core {core} puts the receive thread on core {}, which this process cannot run on \
+             (cores: {have}); give a lower --core, or --single-core",
+            core + 1
+        )));
+    }
+    Ok(())
 }
 
 /// Parses and validates a command line (the first item is the program name).
@@ -362,6 +429,9 @@ impl Args {
         }
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err(out_of_range("--duration", "above zero", "0"));
+        }
+        if let Some(c) = self.core {
+            check_cores(c, self.single_core, &usable_cores())?;
         }
 
         let synthetic_flags: [(&'static str, bool); 6] = [
@@ -704,6 +774,49 @@ mod tests {
         assert!(err(&["--duration", "5 parsecs"]).contains("unknown unit"));
         assert!(err(&["--bogus"]).contains("--bogus"));
         assert!(err(&["a.pcap", "1", "2", "3"]).contains("unexpected argument"));
+    }
+
+    #[test]
+    fn cores_that_cannot_be_pinned_to_are_refused() {
+        assert_eq!(core_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        let two = [0, 1];
+        assert!(check_cores(0, false, &two).is_ok());
+        assert!(check_cores(1, true, &two).is_ok());
+        let m = check_cores(1, false, &two).unwrap_err().to_string();
+        assert_eq!(
+            m,
+            "--core 1 puts the receive thread on core 2, which this process cannot run on \
+             (cores: 0-1); give a lower --core, or --single-core"
+        );
+        for c in [2, 1023, 1024, 99_999, usize::MAX] {
+            for single in [false, true] {
+                let m = check_cores(c, single, &two).unwrap_err().to_string();
+                assert_eq!(
+                    m,
+                    format!("--core {c} is not a core this process can run on (cores: 0-1)")
+                );
+            }
+        }
+        // An unreadable mask: what libc's CPU set holds.
+        assert!(check_cores(1022, false, &[]).is_ok());
+        assert!(check_cores(1023, true, &[]).is_ok());
+        let m = check_cores(1023, false, &[]).unwrap_err().to_string();
+        assert!(
+            m.contains("core 1024") && m.contains("(cores: 0-1023)"),
+            "{m}"
+        );
+        // From the command line, against this process's cores.
+        let m = err(&["--core", "99999"]);
+        assert!(m.starts_with("--core 99999 is not a core"), "{m}");
+        let m = err(&["--core", "1023", "--in-process"]);
+        assert!(m.starts_with("--core 1023 is not a core"), "{m}");
+        if let Some(&c) = usable_cores().first() {
+            let c = c.to_string();
+            assert_eq!(
+                run(&["--core", &c, "--single-core"]).unwrap().core,
+                c.parse().ok()
+            );
+        }
     }
 
     #[test]

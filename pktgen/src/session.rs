@@ -374,7 +374,7 @@ impl Session {
                     (run_one(&mut tx), Ok(()))
                 });
                 let rx_h = s.spawn(|| {
-                    pin(plan.core.map(|c| c + 1));
+                    pin(plan.core.and_then(|c| c.checked_add(1)));
                     run_one(&mut rx)
                 });
                 (tx_h, Some(rx_h))
@@ -458,7 +458,10 @@ fn flush_rx(dev: &mut Device) -> Result<(), RunError> {
 
 fn pin(core: Option<usize>) {
     if let Some(id) = core {
-        if !core_affinity::set_for_current(core_affinity::CoreId { id }) {
+        // libc's CPU_SET panics beyond its set; such a core cannot exist.
+        if id >= crate::cli::CPU_SET_SIZE
+            || !core_affinity::set_for_current(core_affinity::CoreId { id })
+        {
             eprintln!("pktgen: could not pin a thread to core {id}; running unpinned");
         }
     }
