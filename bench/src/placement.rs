@@ -69,6 +69,13 @@ impl fmt::Display for PlacementError {
                     "cannot parse cores {s:?}: expected two core numbers like 0,1"
                 )
             }
+            PlacementError::Unavailable { core, available } if available.is_empty() => {
+                write!(
+                    f,
+                    "core {core} cannot be pinned to (cores are numbered below {})",
+                    enso_apps::cli::CPU_SET_SIZE
+                )
+            }
             PlacementError::Unavailable { core, available } => {
                 write!(
                     f,
@@ -133,12 +140,23 @@ impl Placement {
 
     /// Two given cores, checked against the affinity mask.
     pub fn with_cores(a: usize, b: usize) -> Result<Placement, PlacementError> {
+        Self::with_cores_in(a, b, available_cores())
+    }
+
+    /// [`Placement::with_cores`] against the cores `available` (empty: the
+    /// mask could not be read, and any core libc's CPU set holds passes).
+    fn with_cores_in(
+        a: usize,
+        b: usize,
+        available: Vec<usize>,
+    ) -> Result<Placement, PlacementError> {
         if a == b {
             return Err(PlacementError::SameCore(a));
         }
-        let available = available_cores();
         for core in [a, b] {
-            if !available.is_empty() && !available.contains(&core) {
+            // Pinning to a core beyond the CPU set panics in libc.
+            let listed = available.is_empty() || available.contains(&core);
+            if core >= enso_apps::cli::CPU_SET_SIZE || !listed {
                 return Err(PlacementError::Unavailable { core, available });
             }
         }
@@ -189,7 +207,7 @@ impl Placement {
         let Some(id) = self.core(side) else {
             return false;
         };
-        let ok = core_affinity::set_for_current(core_affinity::CoreId { id });
+        let ok = enso_apps::cli::pin_current(id);
         if !ok {
             eprintln!("note: cannot pin side {side} to core {id}: it floats");
         }
@@ -269,6 +287,18 @@ mod tests {
         assert!(matches!(
             Placement::parse("0,100000"),
             Err(PlacementError::Unavailable { core: 100000, .. })
+        ));
+        // With a mask that cannot be read, only cores libc's CPU set holds.
+        assert!(Placement::with_cores_in(0, 1023, vec![]).is_ok());
+        let e = Placement::with_cores_in(0, 1024, vec![]).unwrap_err();
+        assert!(matches!(e, PlacementError::Unavailable { core: 1024, .. }));
+        assert_eq!(
+            e.to_string(),
+            "core 1024 cannot be pinned to (cores are numbered below 1024)"
+        );
+        assert!(matches!(
+            Placement::with_cores_in(2, 1, vec![0, 1]),
+            Err(PlacementError::Unavailable { core: 2, .. })
         ));
     }
 
