@@ -83,6 +83,26 @@ pub fn check_rate_pps(pps: f64) -> Result<f64, String> {
     }
 }
 
+/// Most frames a generator sends in one engine step (`burst`). The
+/// generator sends its whole burst inside one step, with no other budget
+/// (other ports move at most 64 frames per step): a larger burst only makes
+/// steps long, and a huge one makes a step that never ends, so the device can
+/// neither apply register writes nor stop. 4096 is what a port's wire FIFO
+/// holds.
+pub const MAX_GENERATOR_BURST: usize = crate::port::WIRE_FIFO_FRAMES;
+
+/// Checks a generator burst (frames per engine step): in
+/// `1..=`[`MAX_GENERATOR_BURST`].
+pub fn check_burst(burst: usize) -> Result<usize, String> {
+    if (1..=MAX_GENERATOR_BURST).contains(&burst) {
+        Ok(burst)
+    } else {
+        Err(format!(
+            "generator burst {burst}: must be in 1..={MAX_GENERATOR_BURST} frames per engine step"
+        ))
+    }
+}
+
 #[inline]
 pub(crate) fn mix64(mut x: u64) -> u64 {
     x ^= x >> 33;
@@ -151,6 +171,32 @@ impl Default for GeneratorConfig {
             paused: false,
             timestamps: false,
         }
+    }
+}
+
+impl GeneratorConfig {
+    /// Checks the settings; the error names the offending one.
+    pub fn validate(&self) -> Result<(), String> {
+        self.sizes.validate()?;
+        if self.kinds.is_empty() {
+            return Err("generator without frame kinds".into());
+        }
+        if self.flows == 0 {
+            return Err("generator flows 0: must be at least 1".into());
+        }
+        check_burst(self.burst)?;
+        if self.count == Some(0) {
+            return Err("generator count 0 sends nothing (leave it out for no limit)".into());
+        }
+        if self.max_in_flight == Some(0) {
+            return Err(
+                "generator in-flight window 0 sends nothing (leave it out for no limit)".into(),
+            );
+        }
+        if let Some(r) = self.rate_pps {
+            check_rate_pps(r)?;
+        }
+        Ok(())
     }
 }
 
@@ -267,18 +313,7 @@ impl DeviceConfig {
                 WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {
                     return Err(format!("port {i}: cable to missing port {peer}"))
                 }
-                WireConfig::Generator(g) => {
-                    g.sizes.validate().map_err(|e| format!("port {i}: {e}"))?;
-                    if g.kinds.is_empty() {
-                        return Err(format!("port {i}: generator without frame kinds"));
-                    }
-                    if g.burst == 0 {
-                        return Err(format!("port {i}: generator burst 0"));
-                    }
-                    if let Some(r) = g.rate_pps {
-                        check_rate_pps(r).map_err(|e| format!("port {i}: {e}"))?;
-                    }
-                }
+                WireConfig::Generator(g) => g.validate().map_err(|e| format!("port {i}: {e}"))?,
                 _ => {}
             }
         }
@@ -317,5 +352,40 @@ mod tests {
         for good in [1.0, 1e6, 1e30, f64::MIN_POSITIVE] {
             assert_eq!(with_rate(good).validate(), Ok(()), "{good}");
         }
+    }
+
+    fn with_generator(f: impl FnOnce(&mut GeneratorConfig)) -> DeviceConfig {
+        let mut g = GeneratorConfig::default();
+        f(&mut g);
+        DeviceConfig::new("gen", WireConfig::Generator(g))
+    }
+
+    /// A change to a generator's settings, and what refusing it says.
+    type GeneratorCase = (fn(&mut GeneratorConfig), &'static str);
+
+    #[test]
+    fn generator_settings_that_send_nothing_or_never_finish_a_step_are_refused() {
+        let cases: [GeneratorCase; 7] = [
+            (|g| g.flows = 0, "flows 0"),
+            (|g| g.burst = 0, "burst 0"),
+            (|g| g.burst = MAX_GENERATOR_BURST + 1, "burst 4097"),
+            (|g| g.burst = usize::MAX, "1..=4096"),
+            (|g| g.count = Some(0), "count 0"),
+            (|g| g.max_in_flight = Some(0), "in-flight window 0"),
+            (|g| g.kinds.clear(), "frame kinds"),
+        ];
+        for (f, says) in cases {
+            let e = with_generator(f).validate().expect_err(says);
+            assert!(e.starts_with("port 0: ") && e.contains(says), "{e}");
+        }
+        let ok = with_generator(|g| {
+            g.flows = 1;
+            g.burst = MAX_GENERATOR_BURST;
+            g.count = Some(1);
+            g.max_in_flight = Some(1);
+        });
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(check_burst(1), Ok(1));
+        assert!(check_burst(0).is_err());
     }
 }

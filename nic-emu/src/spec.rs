@@ -5,7 +5,9 @@
 //!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
 
-use crate::config::{check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
+use crate::config::{
+    check_burst, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig,
+};
 use crate::testframe::FrameKind;
 
 fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
@@ -79,11 +81,11 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                             })
                             .collect::<Result<_, _>>()?
                     }
-                    "flows" => g.flows = num::<u32>(k, v)?.max(1),
+                    "flows" => g.flows = num(k, v)?,
                     "pps" => g.rate_pps = Some(check_rate_pps(num(k, v)?)?),
                     "count" => g.count = Some(num(k, v)?),
                     "inflight" => g.max_in_flight = Some(num(k, v)?),
-                    "burst" => g.burst = num::<usize>(k, v)?.max(1),
+                    "burst" => g.burst = check_burst(num(k, v)?)?,
                     "echo" => g.echo_increment = num(k, v)?,
                     "verify" => {
                         g.verify = match v {
@@ -95,6 +97,9 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                     o => return Err(format!("unknown generator option '{o}'")),
                 }
             }
+            // Zero flows, count or in-flight window are refused here, not
+            // turned into something else.
+            g.validate()?;
             Ok(WireConfig::Generator(g))
         }
         _ => Err(format!(
@@ -149,5 +154,28 @@ mod tests {
         ] {
             assert!(parse_wire(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn zero_and_unbounded_generator_options_are_refused() {
+        for (bad, says) in [
+            ("generator:flows=0", "flows 0"),
+            ("generator:burst=0", "burst 0"),
+            ("generator:burst=4097", "burst 4097"),
+            ("generator:burst=100000000000", "burst 100000000000"),
+            ("generator:burst=18446744073709551615", "1..=4096"),
+            ("generator:count=0", "count 0"),
+            ("generator:inflight=0", "in-flight window 0"),
+        ] {
+            let e = parse_wire(bad).expect_err(bad);
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let WireConfig::Generator(g) =
+            parse_wire("generator:flows=1,burst=4096,count=1,inflight=1").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((g.flows, g.burst), (1, 4096));
+        assert_eq!((g.count, g.max_in_flight), (Some(1), Some(1)));
     }
 }
