@@ -91,6 +91,12 @@ pub fn check_rate_pps(pps: f64) -> Result<f64, String> {
 /// holds.
 pub const MAX_GENERATOR_BURST: usize = crate::port::WIRE_FIFO_FRAMES;
 
+/// Longest emulated one-way interconnect latency and cable delay (ns): 1 s.
+/// Software waits a few seconds for the device to apply a register write,
+/// and a delay near `u64::MAX` would overflow the time a frame or write
+/// becomes visible.
+pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+
 /// Checks a generator burst (frames per engine step): in
 /// `1..=`[`MAX_GENERATOR_BURST`].
 pub fn check_burst(burst: usize) -> Result<usize, String> {
@@ -99,6 +105,17 @@ pub fn check_burst(burst: usize) -> Result<usize, String> {
     } else {
         Err(format!(
             "generator burst {burst}: must be in 1..={MAX_GENERATOR_BURST} frames per engine step"
+        ))
+    }
+}
+
+/// Checks a delay in ns (`what` names it): at most [`MAX_DELAY_NS`].
+pub fn check_delay_ns(what: &str, ns: u64) -> Result<u64, String> {
+    if ns <= MAX_DELAY_NS {
+        Ok(ns)
+    } else {
+        Err(format!(
+            "{what} {ns} ns: at most {MAX_DELAY_NS} ns (1 s) is supported"
         ))
     }
 }
@@ -305,6 +322,7 @@ impl DeviceConfig {
         if !self.notif_ring_entries.is_power_of_two() || self.notif_ring_entries < 64 {
             return Err("notification ring entries must be a power of two >= 64".into());
         }
+        check_delay_ns("interconnect latency", self.interconnect_latency_ns)?;
         if self.name.is_empty() || self.name.contains('/') {
             return Err(format!("bad device name '{}'", self.name));
         }
@@ -312,6 +330,10 @@ impl DeviceConfig {
             match w {
                 WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {
                     return Err(format!("port {i}: cable to missing port {peer}"))
+                }
+                WireConfig::Cable { delay_ns, .. } => {
+                    check_delay_ns("cable delay", *delay_ns)
+                        .map_err(|e| format!("port {i}: {e}"))?;
                 }
                 WireConfig::Generator(g) => g.validate().map_err(|e| format!("port {i}: {e}"))?,
                 _ => {}
@@ -387,5 +409,22 @@ mod tests {
         assert_eq!(ok.validate(), Ok(()));
         assert_eq!(check_burst(1), Ok(1));
         assert!(check_burst(0).is_err());
+    }
+
+    #[test]
+    fn delays_are_at_most_a_second() {
+        let mut cfg = DeviceConfig::new("lat", WireConfig::Loopback);
+        cfg.interconnect_latency_ns = MAX_DELAY_NS;
+        assert_eq!(cfg.validate(), Ok(()));
+        for bad in [MAX_DELAY_NS + 1, u64::MAX] {
+            cfg.interconnect_latency_ns = bad;
+            let e = cfg.validate().expect_err("huge latency accepted");
+            assert!(e.starts_with("interconnect latency"), "{e}");
+        }
+        let cable = |delay_ns| DeviceConfig::new("cable", WireConfig::Cable { peer: 0, delay_ns });
+        assert_eq!(cable(MAX_DELAY_NS).validate(), Ok(()));
+        let e = cable(u64::MAX).validate().expect_err("huge delay accepted");
+        assert!(e.starts_with("port 0: cable delay"), "{e}");
+        assert_eq!(check_delay_ns("x", 0), Ok(0));
     }
 }

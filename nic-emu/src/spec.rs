@@ -6,7 +6,7 @@
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
 
 use crate::config::{
-    check_burst, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig,
+    check_burst, check_delay_ns, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig,
 };
 use crate::testframe::FrameKind;
 
@@ -57,7 +57,12 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                 .map_err(|_| format!("cable needs a port number, got '{peer}'"))?;
             let delay_ns = match opt.split_once('=') {
                 None if opt.is_empty() => 0,
-                Some(("delay", v)) => num("delay", v)?,
+                Some(("delay", v)) => {
+                    let ns = v.parse().map_err(|_| {
+                        format!("cable option delay: '{v}' is not a valid number of ns")
+                    })?;
+                    check_delay_ns("cable delay", ns)?
+                }
                 _ => return Err(format!("unknown cable option '{opt}' (delay=NS)")),
             };
             Ok(WireConfig::Cable { peer, delay_ns })
@@ -177,5 +182,20 @@ mod tests {
         };
         assert_eq!((g.flows, g.burst), (1, 4096));
         assert_eq!((g.count, g.max_in_flight), (Some(1), Some(1)));
+    }
+
+    #[test]
+    fn cable_delays_are_cable_options_and_bounded() {
+        let e = parse_wire("cable:1:delay=-1").unwrap_err();
+        assert!(e.starts_with("cable option delay"), "{e}");
+        let e = parse_wire("cable:1:delay=1000000001").unwrap_err();
+        assert!(e.contains("cable delay"), "{e}");
+        assert_eq!(
+            parse_wire("cable:1:delay=1000000000"),
+            Ok(WireConfig::Cable {
+                peer: 1,
+                delay_ns: 1_000_000_000
+            })
+        );
     }
 }
