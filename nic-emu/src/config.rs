@@ -322,6 +322,7 @@ impl DeviceConfig {
         if !self.notif_ring_entries.is_power_of_two() || self.notif_ring_entries < 64 {
             return Err("notification ring entries must be a power of two >= 64".into());
         }
+        self.check_rings_fit()?;
         check_delay_ns("interconnect latency", self.interconnect_latency_ns)?;
         if self.name.is_empty() || self.name.contains('/') {
             return Err(format!("bad device name '{}'", self.name));
@@ -349,6 +350,45 @@ impl DeviceConfig {
             return Err("a device needs at least one port".into());
         }
         Ok(())
+    }
+}
+
+impl DeviceConfig {
+    /// Bytes of the smallest DMA region an application using pipes asks
+    /// for: the reserved page, the RX and TX notification rings, one pipe
+    /// and a page of buffers.
+    fn min_region_bytes(&self, entries: u32) -> usize {
+        use crate::layout::{notif_ring_bytes, DMA_RESERVED, PAGE};
+        [
+            DMA_RESERVED,
+            2 * notif_ring_bytes(entries),
+            self.pipe_size,
+            PAGE,
+        ]
+        .into_iter()
+        .fold(0, usize::saturating_add)
+    }
+
+    /// The notification rings (with one pipe) must fit in a DMA region the
+    /// device accepts, or every attach fails.
+    fn check_rings_fit(&self) -> Result<(), String> {
+        let need = self.min_region_bytes(self.notif_ring_entries);
+        if need <= self.max_dma_bytes {
+            return Ok(());
+        }
+        let mut most = self.notif_ring_entries;
+        while most > 64 && self.min_region_bytes(most) > self.max_dma_bytes {
+            most /= 2;
+        }
+        let hint = if self.min_region_bytes(most) <= self.max_dma_bytes {
+            format!(" (at most {most} entries with this pipe size)")
+        } else {
+            String::new()
+        };
+        Err(format!(
+            "notification rings of {} entries with one pipe need a DMA region of {need} bytes, above the device limit of {} bytes{hint}",
+            self.notif_ring_entries, self.max_dma_bytes
+        ))
     }
 }
 
@@ -426,5 +466,32 @@ mod tests {
         let e = cable(u64::MAX).validate().expect_err("huge delay accepted");
         assert!(e.starts_with("port 0: cable delay"), "{e}");
         assert_eq!(check_delay_ns("x", 0), Ok(0));
+    }
+
+    #[test]
+    fn notification_rings_must_fit_in_a_dma_region() {
+        let mut cfg = DeviceConfig::new("rings", WireConfig::Loopback);
+        // 64-byte slots, two rings: 2^31 entries need 256 GiB.
+        cfg.notif_ring_entries = 1 << 31;
+        let e = cfg
+            .validate()
+            .expect_err("rings above the DMA limit accepted");
+        assert!(
+            e.contains("notification rings of 2147483648 entries")
+                && e.contains("at most 268435456 entries"),
+            "{e}"
+        );
+        // The largest that fits the default 64 GiB with a 2 MiB pipe.
+        cfg.notif_ring_entries = 1 << 28;
+        assert_eq!(cfg.validate(), Ok(()));
+        cfg.notif_ring_entries = 1 << 29;
+        assert!(cfg.validate().is_err());
+        // A device limit too small for even the smallest rings.
+        cfg.notif_ring_entries = 64;
+        cfg.max_dma_bytes = 4096;
+        let e = cfg.validate().expect_err("tiny DMA limit accepted");
+        assert!(!e.contains("at most"), "{e}");
+        cfg.max_dma_bytes = 64 << 30;
+        assert_eq!(cfg.validate(), Ok(()));
     }
 }
