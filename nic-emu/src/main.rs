@@ -56,13 +56,14 @@ enum Cmd {
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
-        /// Stop after this many seconds.
+        /// Stop after this many seconds (above 0, at most 1e9; default: run
+        /// until SIGINT or SIGTERM).
         #[arg(long)]
         duration_s: Option<f64>,
         /// Print the final counters as JSON.
         #[arg(long)]
         json: bool,
-        /// Seconds between progress lines on stderr (0: none).
+        /// Seconds between progress lines on stderr (0: none; at most 1e9).
         #[arg(long, default_value_t = 1.0)]
         progress_s: f64,
     },
@@ -78,6 +79,35 @@ enum Cmd {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Longest `--duration-s` and `--progress-s` (about 31 years).
+const MAX_SECONDS: f64 = 1e9;
+
+/// Checks `--duration-s`: a number of seconds above 0, at most
+/// [`MAX_SECONDS`].
+fn check_duration_s(s: f64) -> Result<Duration, String> {
+    if s > 0.0 && s <= MAX_SECONDS {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(format!(
+            "--duration-s {s}: must be a number of seconds above 0 and at most {MAX_SECONDS:e}"
+        ))
+    }
+}
+
+/// Checks `--progress-s`: 0 (no progress lines) or a number of seconds
+/// above 0, at most [`MAX_SECONDS`].
+fn check_progress_s(s: f64) -> Result<Option<Duration>, String> {
+    if s == 0.0 {
+        Ok(None)
+    } else if s > 0.0 && s <= MAX_SECONDS {
+        Ok(Some(Duration::from_secs_f64(s)))
+    } else {
+        Err(format!(
+            "--progress-s {s}: must be 0 (no progress lines) or a number of seconds above 0 and at most {MAX_SECONDS:e}"
+        ))
+    }
+}
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
@@ -124,6 +154,8 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.register_poll_flits = register_poll_flits;
             cfg.register_poll_ns = register_poll_ns;
             cfg.validate()?;
+            let duration = duration_s.map(check_duration_s).transpose()?;
+            let progress = check_progress_s(progress_s)?;
             // SAFETY: `on_signal` only stores to an atomic, which is
             // async-signal-safe.
             unsafe {
@@ -143,10 +175,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut last_frames = 0u64;
             while !STOP.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(20));
-                if duration_s.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
+                if duration.is_some_and(|d| start.elapsed() >= d) {
                     break;
                 }
-                if progress_s > 0.0 && last.elapsed().as_secs_f64() >= progress_s {
+                if progress.is_some_and(|p| last.elapsed() >= p) {
                     let s = nic.stats();
                     let dt = last.elapsed().as_secs_f64();
                     eprintln!(
@@ -231,4 +263,32 @@ fn print_stats(s: &Stats) {
         s.pcie.down.total().link_bytes,
         100.0 * s.pcie.down.metadata_fraction()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_positive_finite_and_bounded() {
+        assert_eq!(check_duration_s(0.3), Ok(Duration::from_millis(300)));
+        assert_eq!(
+            check_duration_s(1e9),
+            Ok(Duration::from_secs(1_000_000_000))
+        );
+        for bad in [0.0, -0.0, -1.0, f64::NAN, f64::INFINITY, 1e30, 1e9 + 1.0] {
+            let e = check_duration_s(bad).expect_err("bad duration accepted");
+            assert!(e.starts_with("--duration-s"), "{e}");
+        }
+    }
+
+    #[test]
+    fn progress_is_off_at_zero_and_otherwise_positive_and_bounded() {
+        assert_eq!(check_progress_s(0.0), Ok(None));
+        assert_eq!(check_progress_s(1.0), Ok(Some(Duration::from_secs(1))));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e30] {
+            let e = check_progress_s(bad).expect_err("bad progress accepted");
+            assert!(e.starts_with("--progress-s"), "{e}");
+        }
+    }
 }
