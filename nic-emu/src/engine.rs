@@ -353,9 +353,18 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// A device with `cfg`; creates its directory (owner-only).
+    /// A device with `cfg`; creates its directory (owner-only) inside
+    /// `cfg.dir`, which must exist.
     pub fn new(cfg: DeviceConfig) -> Result<Self, String> {
         cfg.validate()?;
+        // Only the device's own directory is made: a mistyped `dir` is an
+        // error, not a new directory tree.
+        if !cfg.dir.is_dir() {
+            return Err(format!(
+                "{}: not an existing directory (the device directory is made inside it)",
+                cfg.dir.display()
+            ));
+        }
         let dir = cfg.device_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         use std::os::unix::fs::PermissionsExt;
