@@ -223,8 +223,18 @@ impl Nic {
     }
 
     /// Stops the engine and returns its final counters.
-    pub fn stop(mut self) -> Stats {
-        self.shutdown().expect("engine thread joined")
+    ///
+    /// # Panics
+    /// If the engine thread panicked; see [`Nic::try_stop`].
+    pub fn stop(self) -> Stats {
+        self.try_stop().expect("engine thread joined")
+    }
+
+    /// Stops the engine and returns its final counters, or an error if the
+    /// engine thread panicked. The device directory is removed either way.
+    pub fn try_stop(mut self) -> Result<Stats, String> {
+        self.shutdown()
+            .ok_or_else(|| "the NIC engine thread failed".to_string())
     }
 
     fn shutdown(&mut self) -> Option<Stats> {

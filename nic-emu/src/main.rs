@@ -1,9 +1,10 @@
 //! `nic-emu`: run an emulated NIC as a standalone process, or read the
 //! counters of a running one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
@@ -82,6 +83,10 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Longest `--duration-s` and `--progress-s` (about 31 years).
 const MAX_SECONDS: f64 = 1e9;
+
+/// How long a stop may take before the device directory is removed without
+/// the engine's final counters (a step takes microseconds).
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Checks `--duration-s`: a number of seconds above 0, at most
 /// [`MAX_SECONDS`].
@@ -179,7 +184,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     break;
                 }
                 if progress.is_some_and(|p| last.elapsed() >= p) {
-                    let s = nic.stats();
+                    // An engine that stopped answering ends the run; the
+                    // stop below says why.
+                    let Ok(s) = nic.try_stats() else { break };
                     let dt = last.elapsed().as_secs_f64();
                     eprintln!(
                         "nic-emu: {:.2} Mfps, {} apps, {} frames, {} drops",
@@ -192,7 +199,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     last = Instant::now();
                 }
             }
-            let s = nic.stop();
+            let s = stop(nic)?;
             if json {
                 println!(
                     "{}",
@@ -214,6 +221,48 @@ fn run(cli: Cli) -> Result<(), String> {
                 print_stats(&s);
             }
             Ok(())
+        }
+    }
+}
+
+/// Stops the device and returns its final counters. The device directory
+/// is removed even if the engine thread failed or does not stop within
+/// [`STOP_TIMEOUT`].
+fn stop(nic: Nic) -> Result<Stats, String> {
+    let dir = nic.dir().to_path_buf();
+    stop_within(&dir, STOP_TIMEOUT, move || nic.try_stop())
+}
+
+/// Runs `stop` on a thread of its own and waits at most `timeout` for it;
+/// removes `dir` if `stop` fails to answer in time.
+fn stop_within(
+    dir: &Path,
+    timeout: Duration,
+    stop: impl FnOnce() -> Result<Stats, String> + Send + 'static,
+) -> Result<Stats, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stopper = std::thread::Builder::new()
+        .name("nic-emu-stop".into())
+        .spawn(move || {
+            let _ = tx.send(stop());
+        })
+        .map_err(|e| format!("cannot stop the device: {e}"))?;
+    match rx.recv_timeout(timeout) {
+        Ok(r) => {
+            let _ = stopper.join();
+            r
+        }
+        Err(RecvTimeoutError::Disconnected) => {
+            let _ = std::fs::remove_dir_all(dir);
+            Err("the NIC engine thread failed".into())
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            let _ = std::fs::remove_dir_all(dir);
+            Err(format!(
+                "the NIC engine did not stop within {} ms; removed {}",
+                timeout.as_millis(),
+                dir.display()
+            ))
         }
     }
 }
@@ -280,6 +329,25 @@ mod tests {
             let e = check_duration_s(bad).expect_err("bad duration accepted");
             assert!(e.starts_with("--duration-s"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_stop_that_hangs_still_removes_the_device_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dev = tmp.path().join("enso-x");
+        std::fs::create_dir(&dev).unwrap();
+        let e = stop_within(&dev, Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_secs(3600));
+            Err("unreachable".into())
+        })
+        .expect_err("a hung stop succeeded");
+        assert!(e.contains("did not stop within 50 ms"), "{e}");
+        assert!(!dev.exists());
+        // A stop that fails says why.
+        std::fs::create_dir(&dev).unwrap();
+        let e = stop_within(&dev, Duration::from_secs(5), || Err("engine failed".into()))
+            .expect_err("a failed stop succeeded");
+        assert_eq!(e, "engine failed");
     }
 
     #[test]
