@@ -85,3 +85,137 @@ fn bad_arguments_give_one_clear_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// Runs the binary with `args` (and a device directory in a temporary
+/// directory), killing it if it runs for more than 10 s; returns its exit
+/// status and stderr.
+fn run_briefly(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+#[test]
+fn out_of_range_run_settings_give_one_clear_line() {
+    let run = |extra: &[&'static str]| {
+        let mut v = vec!["run", "--name", "cli-bad"];
+        v.extend_from_slice(extra);
+        v
+    };
+    for (args, says) in [
+        (run(&["--duration-s", "nan"]), "--duration-s"),
+        (run(&["--duration-s", "1e30"]), "--duration-s"),
+        (run(&["--duration-s=-1"]), "--duration-s"),
+        (run(&["--duration-s", "0"]), "--duration-s"),
+        (
+            run(&["--progress-s=-1", "--duration-s", "1"]),
+            "--progress-s",
+        ),
+        (
+            run(&["--progress-s", "nan", "--duration-s", "1"]),
+            "--progress-s",
+        ),
+        (
+            run(&["--port", "generator:burst=18446744073709551615"]),
+            "burst",
+        ),
+        (run(&["--port", "generator:burst=100000000000"]), "burst"),
+        (run(&["--port", "generator:burst=0"]), "burst 0"),
+        (run(&["--port", "generator:flows=0"]), "flows 0"),
+        (run(&["--port", "generator:count=0"]), "count 0"),
+        (
+            run(&["--port", "generator:inflight=0"]),
+            "in-flight window 0",
+        ),
+        (run(&["--port", "cable:0:delay=-1"]), "cable option delay"),
+        (run(&["--port", "cable:0:delay=5000000000"]), "cable delay"),
+        (
+            run(&["--latency-ns", "18446744073709551615"]),
+            "interconnect latency",
+        ),
+        (
+            run(&["--notif-entries", "2147483648"]),
+            "notification rings",
+        ),
+    ] {
+        let (status, err) = run_briefly(&args);
+        assert!(!status.success(), "{args:?}");
+        assert!(err.starts_with("nic-emu: "), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_directory_is_refused_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir");
+    let out = Command::new(BIN)
+        .args(["run", "--name", "cli-dir", "--duration-s", "1"])
+        .args(["--dir", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("nic-emu: ") && err.contains("not an existing directory"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!dir.path().join("no").exists());
+}
+
+#[test]
+fn sigterm_stops_a_saturated_generator_and_removes_the_device_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nic = Command::new(BIN)
+        .args(["run", "--name", "cli-term", "--progress-s", "0"])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .args(["--port", "generator:burst=4096"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dev = dir.path().join("enso-cli-term");
+    let start = Instant::now();
+    while !dev.join("stats.json").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "device not up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(nic.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = nic.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = nic.kill();
+            let _ = nic.wait();
+            panic!("SIGTERM did not stop the device within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    assert!(!dev.exists());
+}
