@@ -83,6 +83,23 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> CliResult<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// Checks the value `v` of the flag `flag`: within `range`.
+pub fn in_range<T>(flag: &str, v: T, range: std::ops::RangeInclusive<T>) -> CliResult<T>
+where
+    T: PartialOrd + std::fmt::Display + Copy,
+{
+    // NaN is in no range.
+    if !range.contains(&v) {
+        return Err(format!(
+            "{flag} must be in {}..={}, not {v}",
+            range.start(),
+            range.end()
+        )
+        .into());
+    }
+    Ok(v)
+}
+
 /// Cores a thread can be pinned to at all: libc's `cpu_set_t` has this
 /// many bits, and `CPU_SET` panics for a larger core number.
 pub const CPU_SET_SIZE: usize = 1024;
@@ -349,6 +366,21 @@ mod tests {
         for v in [-0.5, f64::NAN, f64::INFINITY, MAX_SECONDS * 2.0] {
             let e = seconds("--x", v, true).unwrap_err().to_string();
             assert!(e.starts_with("--x must be 0 or more"), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn ranges_name_the_flag_and_the_bounds() {
+        assert_eq!(in_range("--n", 1usize, 1..=4).unwrap(), 1);
+        assert_eq!(in_range("--n", 4usize, 1..=4).unwrap(), 4);
+        let e = in_range("--n", 0usize, 1..=4).unwrap_err().to_string();
+        assert_eq!(e, "--n must be in 1..=4, not 0");
+        let e = in_range("--n", usize::MAX, 1..=4).unwrap_err().to_string();
+        assert_eq!(e, format!("--n must be in 1..=4, not {}", usize::MAX));
+        assert!(in_range("--r", 0.5, 0.0..=1.0).is_ok());
+        for v in [-0.1, 1.5, f64::NAN, f64::INFINITY] {
+            let e = in_range("--r", v, 0.0..=1.0).unwrap_err().to_string();
+            assert!(e.starts_with("--r must be in 0..=1, not "), "{e}");
         }
     }
 

@@ -42,7 +42,15 @@ pub enum LoadError {
     /// The KV workload parameters are unusable.
     #[error(transparent)]
     Workload(#[from] WorkloadError),
+    /// A KV window above [`MAX_WINDOW_FRAMES`].
+    #[error("a window of {0} request frames is above the maximum of {MAX_WINDOW_FRAMES}")]
+    Window(usize),
 }
+
+/// Most request frames a [`KvLoadClient`] keeps in flight. Far more than
+/// the responses an RX pipe holds; its tables of requests in flight stay
+/// below 40 MiB even with the largest batches.
+pub const MAX_WINDOW_FRAMES: usize = 1 << 14;
 
 macro_rules! via_driver_error {
     ($($t:ty),*) => {$(
@@ -315,6 +323,13 @@ impl KvLoadClient {
     /// A client sending on `port` of `dev` (which needs a TX pipe and a
     /// pipe).
     pub fn new(dev: Device, port: u32, mut cfg: KvLoadConfig) -> Result<Self, LoadError> {
+        // Both bounded before the tables sized by their product are made.
+        if cfg.window_frames > MAX_WINDOW_FRAMES {
+            return Err(LoadError::Window(cfg.window_frames));
+        }
+        if !(1..=crate::kv::wire::MAX_BATCH).contains(&cfg.workload.batch) {
+            return Err(WorkloadError::BadBatch(cfg.workload.batch).into());
+        }
         cfg.window_frames = cfg.window_frames.max(1);
         cfg.burst = cfg.burst.max(1);
         let live = cfg.window_frames * cfg.workload.batch.max(1);

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use enso_apps::bench_api::{run_trial, AppKind, TrialOptions};
+use enso_apps::bench_api::{run_trial, AppKind, TrialError, TrialOptions};
+use enso_apps::load::{LoadError, MAX_WINDOW_FRAMES};
 use enso_apps::nic::Interface;
 
 #[test]
@@ -42,5 +43,23 @@ fn every_app_runs_a_short_trial_on_both_interfaces() {
                 assert!(r.nic_drops.is_empty(), "{app} {iface}: {:?}", r.nic_drops);
             }
         }
+    }
+}
+
+#[test]
+fn a_kv_window_beyond_the_maximum_is_an_error() {
+    // It made the client's tables overflow or the allocation abort.
+    for kv_window in [MAX_WINDOW_FRAMES + 1, usize::MAX] {
+        let opts = TrialOptions {
+            kv_window,
+            nic_core: None,
+            app_core: None,
+            ..Default::default()
+        };
+        let e = run_trial(AppKind::Kv, Interface::Enso, &opts).unwrap_err();
+        assert!(
+            matches!(e, TrialError::Load(LoadError::Window(w)) if w == kv_window),
+            "{e}"
+        );
     }
 }

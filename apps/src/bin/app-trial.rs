@@ -8,6 +8,7 @@
 use clap::Parser;
 use enso_apps::bench_api::{run_trial, AppKind, TrialOptions, TrialResult};
 use enso_apps::cli::{self, CliResult};
+use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
 
 #[derive(Parser)]
@@ -65,15 +66,36 @@ fn main() -> std::process::ExitCode {
     cli::main_with("app-trial", || run(Args::parse()))
 }
 
+impl Args {
+    /// Checks the values clap cannot, whichever applications are chosen.
+    fn check(&self) -> CliResult<()> {
+        cli::seconds("--duration-s", self.duration_s, false)?;
+        cli::seconds("--warmup-s", self.warmup_s, true)?;
+        if !(60..=1536).contains(&self.size) {
+            return Err(format!("--size must be in 60..=1536, not {}", self.size).into());
+        }
+        if self.rounds == 0 {
+            return Err("--rounds must be at least 1".into());
+        }
+        if self.pipes == 0 {
+            return Err("--pipes must be at least 1".into());
+        }
+        if self.flows == 0 {
+            return Err("--flows must be at least 1".into());
+        }
+        cli::in_range("--get-ratio", self.get_ratio, 0.0..=1.0)?;
+        cli::in_range("--kv-window", self.kv_window, 1..=MAX_WINDOW_FRAMES)?;
+        if let Some(c) = self.client_core {
+            cli::check_core("--client-core", c, &cli::usable_cores())?;
+        }
+        Ok(())
+    }
+}
+
 fn run(a: Args) -> CliResult<()> {
+    a.check()?;
     let duration = cli::seconds("--duration-s", a.duration_s, false)?;
     let warmup = cli::seconds("--warmup-s", a.warmup_s, true)?;
-    if !(60..=1536).contains(&a.size) {
-        return Err(format!("--size must be in 60..=1536, not {}", a.size).into());
-    }
-    if let Some(c) = a.client_core {
-        cli::check_core("--client-core", c, &cli::usable_cores())?;
-    }
     let apps = if a.app.is_empty() {
         AppKind::ALL.to_vec()
     } else {
@@ -87,11 +109,11 @@ fn run(a: Args) -> CliResult<()> {
     let opts = TrialOptions {
         duration,
         warmup,
-        pipes: a.pipes.max(1),
+        pipes: a.pipes,
         frame_size: a.size,
-        flows: a.flows.max(1),
+        flows: a.flows,
         kv_get_ratio: a.get_ratio,
-        kv_window: a.kv_window.max(1),
+        kv_window: a.kv_window,
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
         client_core: a.client_core,
@@ -99,7 +121,7 @@ fn run(a: Args) -> CliResult<()> {
     };
     let mut all: Vec<TrialResult> = Vec::new();
     for app in &apps {
-        for round in 0..a.rounds.max(1) {
+        for round in 0..a.rounds {
             for iface in &ifaces {
                 let r =
                     run_trial(*app, *iface, &opts).map_err(|e| format!("{app} on {iface}: {e}"))?;
@@ -160,4 +182,62 @@ fn run(a: Args) -> CliResult<()> {
         println!("KV and log monitor: the client shares the application's core (rates are lower bounds); --client-core moves it.");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("app-trial").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn zeros_and_out_of_range_values_are_refused() {
+        assert_eq!(check(&[]), Ok(()));
+        let ok = [
+            "--pipes",
+            "2",
+            "--flows",
+            "1",
+            "--rounds",
+            "1",
+            "--kv-window",
+            "16384",
+        ];
+        assert_eq!(check(&ok), Ok(()));
+        assert_eq!(check(&["--get-ratio", "0", "--app", "maglev"]), Ok(()));
+        for (flag, v, want) in [
+            ("--pipes", "0", "--pipes must be at least 1"),
+            ("--flows", "0", "--flows must be at least 1"),
+            ("--rounds", "0", "--rounds must be at least 1"),
+            (
+                "--kv-window",
+                "0",
+                "--kv-window must be in 1..=16384, not 0",
+            ),
+            (
+                "--kv-window",
+                "100000000000",
+                "--kv-window must be in 1..=16384, not 100000000000",
+            ),
+            ("--get-ratio", "5", "--get-ratio must be in 0..=1, not 5"),
+            (
+                "--get-ratio",
+                "NaN",
+                "--get-ratio must be in 0..=1, not NaN",
+            ),
+            ("--size", "59", "--size must be in 60..=1536, not 59"),
+        ] {
+            // Checked whichever applications run.
+            for app in ["kv", "maglev"] {
+                let e = check(&["--app", app, flag, v]).unwrap_err();
+                assert!(e.starts_with(want), "{flag} {v}: {e}");
+            }
+        }
+        let e = check(&["--client-core", "99999"]).unwrap_err();
+        assert!(e.starts_with("--client-core 99999 is not a core"), "{e}");
+    }
 }

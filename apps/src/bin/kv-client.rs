@@ -12,7 +12,7 @@ use clap::Parser;
 use enso::DeviceOptions;
 use enso_apps::cli::{self, CliResult, ConnectArgs};
 use enso_apps::kv::WorkloadConfig;
-use enso_apps::load::{KvLoadClient, KvLoadConfig};
+use enso_apps::load::{KvLoadClient, KvLoadConfig, MAX_WINDOW_FRAMES};
 
 #[derive(Parser)]
 #[command(name = "kv-client", about = "KV workload generator over Ensō pipes")]
@@ -59,11 +59,28 @@ fn main() -> std::process::ExitCode {
     cli::main_with("kv-client", || run(Args::parse()))
 }
 
-fn run(a: Args) -> CliResult<()> {
-    a.connect.check()?;
-    if a.window == 0 {
-        return Err("--window must be at least 1".into());
+/// Longest --loss-timeout-ms: as long as any seconds flag (cli::MAX_SECONDS).
+const MAX_LOSS_TIMEOUT_MS: u64 = cli::MAX_SECONDS as u64 * 1000;
+
+impl Args {
+    /// Checks the values clap cannot, before anything is attached.
+    fn check(&self) -> CliResult<()> {
+        self.connect.check()?;
+        cli::in_range("--window", self.window, 1..=MAX_WINDOW_FRAMES)?;
+        if self.count == Some(0) {
+            return Err("--count must be at least 1 (0 request frames sends nothing)".into());
+        }
+        cli::in_range(
+            "--loss-timeout-ms",
+            self.loss_timeout_ms,
+            1..=MAX_LOSS_TIMEOUT_MS,
+        )?;
+        Ok(())
     }
+}
+
+fn run(a: Args) -> CliResult<()> {
+    a.check()?;
     let mut workload = WorkloadConfig {
         keys: a.keys,
         get_ratio: a.get_ratio,
@@ -87,7 +104,7 @@ fn run(a: Args) -> CliResult<()> {
             workload,
             window_frames: a.window,
             preload: !a.no_preload,
-            loss_timeout: Some(Duration::from_millis(a.loss_timeout_ms.max(1))),
+            loss_timeout: Some(Duration::from_millis(a.loss_timeout_ms)),
             frames: a.count,
             ..Default::default()
         },
@@ -163,4 +180,48 @@ fn run(a: Args) -> CliResult<()> {
         return Err(format!("{} responses were wrong", r.problems).into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("kv-client").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn window_count_and_loss_timeout_are_bounded() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(
+            check(&[
+                "--window",
+                "16384",
+                "--count",
+                "1",
+                "--loss-timeout-ms",
+                "1"
+            ]),
+            Ok(())
+        );
+        for w in ["0", "16385", "100000000000", "18446744073709551615"] {
+            assert_eq!(
+                check(&["--window", w]),
+                Err(format!("--window must be in 1..=16384, not {w}"))
+            );
+        }
+        assert!(check(&["--count", "0"])
+            .unwrap_err()
+            .starts_with("--count must be at least 1"));
+        for t in ["0", "18446744073709551615"] {
+            assert_eq!(
+                check(&["--loss-timeout-ms", t]),
+                Err(format!(
+                    "--loss-timeout-ms must be in 1..=1000000000000, not {t}"
+                ))
+            );
+        }
+    }
 }
