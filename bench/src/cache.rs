@@ -119,6 +119,7 @@ pub fn warm_packets(interface: Interface, wire_size: usize, pipes: u32) -> u64 {
 
 /// Runs the worker's datapath in this process.
 pub fn run_worker(cfg: &WorkerConfig) -> Result<WorkerOutput, String> {
+    frames::check_wire_size(cfg.wire_size)?;
     let mut s = Stepped::new(worker_stepped(cfg))?;
     let packets = s.run_packets(cfg.packets)?;
     let st = s.stats();

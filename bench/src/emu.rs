@@ -144,14 +144,7 @@ impl RigConfig {
 
     /// Checks sizes and counts.
     pub fn check(&self) -> Result<(), String> {
-        if !(frames::MIN_WIRE_SIZE..=frames::MAX_WIRE_SIZE).contains(&self.wire_size) {
-            return Err(format!(
-                "packet size {} outside {}..={} (wire size with FCS)",
-                self.wire_size,
-                frames::MIN_WIRE_SIZE,
-                frames::MAX_WIRE_SIZE
-            ));
-        }
+        frames::check_wire_size(self.wire_size)?;
         if self.pipes == 0 || self.flows == 0 || self.burst == 0 || self.app_burst == 0 {
             return Err("pipes, flows and bursts must be at least 1".into());
         }

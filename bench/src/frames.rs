@@ -31,6 +31,18 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// Bytes of a frame that must be present to find its length.
 pub const HEADER_PEEK: usize = 20;
 
+/// Checks a packet size on the wire (with FCS): within
+/// [`MIN_WIRE_SIZE`]..=[`MAX_WIRE_SIZE`].
+pub fn check_wire_size(wire_size: usize) -> Result<(), String> {
+    if (MIN_WIRE_SIZE..=MAX_WIRE_SIZE).contains(&wire_size) {
+        Ok(())
+    } else {
+        Err(format!(
+            "packet size {wire_size} outside {MIN_WIRE_SIZE}..={MAX_WIRE_SIZE} (wire size with FCS)"
+        ))
+    }
+}
+
 /// Bytes a frame of `len` bytes occupies in a pipe: whole flits.
 #[inline]
 pub const fn slot_len(len: usize) -> usize {
@@ -127,6 +139,18 @@ mod tests {
         assert_eq!(slot_len(64), 64);
         assert_eq!(slot_len(65), 128);
         assert_eq!(slot_len(1514), 1536);
+    }
+
+    #[test]
+    fn wire_sizes_are_checked() {
+        assert!(check_wire_size(MIN_WIRE_SIZE).is_ok());
+        assert!(check_wire_size(MAX_WIRE_SIZE).is_ok());
+        for s in [0, 59, 63, 1519, usize::MAX] {
+            assert_eq!(
+                check_wire_size(s).unwrap_err(),
+                format!("packet size {s} outside 64..=1518 (wire size with FCS)")
+            );
+        }
     }
 
     #[test]

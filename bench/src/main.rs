@@ -208,6 +208,7 @@ struct ReferenceSummary {
 const REFERENCE_TICK: Duration = Duration::from_secs(5);
 
 fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
+    cli::check_out(&args.out)?;
     let placement = args.common.placement()?;
     let ring_bytes = args
         .ring_kib

@@ -97,6 +97,7 @@ struct AllJson {
 }
 
 pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
+    super::check_out(&args.out)?;
     let dir = match &args.out {
         Some(p) => ResultsDir::at("all", p.clone()),
         None => ResultsDir::create("all", None),
@@ -258,5 +259,25 @@ mod tests {
             parse::<pcie::PcieArgs>(&words(&common, root, "pcie", &[])).is_err(),
             "pcie takes no --cores: the caller removes it"
         );
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_before_anything_runs() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for size in ["0", "59", "1519", "18446744073709551615"] {
+            let c: cache::CacheArgs = parse(&words(&["--size", size])).unwrap();
+            let e = cache::measure(&c, &mut bench::progress::Progress::hidden())
+                .err()
+                .unwrap();
+            assert_eq!(
+                e,
+                format!("--size: packet size {size} outside 64..=1518 (wire size with FCS)")
+            );
+        }
+        // One size or a sweep, not both.
+        let e = parse::<echo::EchoArgs>(&words(&["--size", "64", "--sizes", "128"])).unwrap_err();
+        assert!(e.contains("'--size <SIZE>' cannot be used with"), "{e}");
+        let a: echo::EchoArgs = parse(&words(&["--sizes", "128"])).unwrap();
+        assert_eq!(a.sizes.as_deref(), Some("128"));
     }
 }

@@ -158,6 +158,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         .map(|s| parse_app(s))
         .collect::<Result<Vec<_>, _>>()?;
     let placement = a.common.placement()?;
+    super::check_out(&a.out)?;
     let dir = super::results_dir("apps", a.save, &a.out)?;
     // One run per application, and per pattern set for the log monitor.
     let mut runs: Vec<(AppKind, Option<String>)> = Vec::new();

@@ -127,7 +127,14 @@ different addresses, so frames the engine writes are not in the application's vi
 cache (as after a DMA write); but lines the application read recently and the NIC rewrote \
 since (descriptors, notifications) still hit, where a real DMA write would invalidate them.";
 
+/// Checks the size before anything runs: a size outside the range failed
+/// only inside the cachegrind worker (or divided by zero at 0).
+fn check_size(args: &CacheArgs) -> Result<(), String> {
+    bench::frames::check_wire_size(args.size).map_err(|e| format!("--size: {e}"))
+}
+
 pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<CacheReport, String> {
+    check_size(args)?;
     let interfaces = args.interface.interfaces();
     let mut notes = Vec::new();
     let use_perf = match args.source {
@@ -307,6 +314,8 @@ pub(crate) fn print(r: &CacheReport) {
 }
 
 pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
+    check_size(args)?;
+    super::check_out(&args.out)?;
     let steps = 2 * args.interface.interfaces().len() as u64;
     let mut progress = Progress::new("cache", steps, args.common.json);
     let r = measure(args, &mut progress)?;

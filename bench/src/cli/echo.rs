@@ -51,7 +51,7 @@ pub(crate) struct EchoArgs {
     pub(crate) mode: Mode,
     /// Packet size on the wire with FCS (64..1518); frames in memory are
     /// 4 bytes shorter.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, conflicts_with = "sizes")]
     pub(crate) size: usize,
     /// Sweep these sizes instead (e.g. 64,128,256,512,1024,1518): writes a
     /// CSV and a rate-vs-size plot.
@@ -307,6 +307,7 @@ pub(crate) fn print(args: &EchoArgs, o: &Outcome) {
 }
 
 pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
+    super::check_out(&args.out)?;
     let o = measure(args)?;
     if args.common.json {
         o.print_json()?;

@@ -254,6 +254,7 @@ pub(crate) fn print(o: &Outcome) {
 }
 
 pub(crate) fn run(args: &LatencyArgs) -> Result<(), String> {
+    super::check_out(&args.out)?;
     let o = measure(args)?;
     if args.common.json {
         print_json(&o.results)?;

@@ -27,6 +27,58 @@ pub(crate) fn results_dir(
     .map_err(|e| e.to_string())
 }
 
+/// Checks up front that `--out` can become the results directory: the
+/// nearest part of the path that exists is a directory in which this
+/// process can make one. Otherwise a bad path would fail only after the whole
+/// experiment ran.
+pub(crate) fn check_out(out: &Option<PathBuf>) -> Result<(), String> {
+    let Some(p) = out else {
+        return Ok(());
+    };
+    let mut at = p.as_path();
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if at == p => {
+                return Err(format!(
+                    "--out {}: exists and is not a directory",
+                    p.display()
+                ))
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "--out {}: {} is not a directory",
+                    p.display(),
+                    at.display()
+                ))
+            }
+            // Missing, or under a file (ENOTDIR): look further up.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                at = match at.parent() {
+                    Some(q) if !q.as_os_str().is_empty() => q,
+                    _ => std::path::Path::new("."),
+                };
+            }
+            Err(e) => return Err(format!("--out {}: {e}", p.display())),
+        }
+    }
+    // Whether a directory can be made there: what writing the results
+    // needs. The probe is removed at once.
+    let probe = at.join(format!(".bench-out-check-{}", std::process::id()));
+    std::fs::create_dir(&probe).map_err(|e| {
+        format!(
+            "--out {}: cannot write in {}: {e}",
+            p.display(),
+            at.display()
+        )
+    })?;
+    let _ = std::fs::remove_dir(&probe);
+    Ok(())
+}
+
 /// Parses `64,128,1518` into wire sizes, each checked against 64..=1518.
 pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
     let mut v = Vec::new();
@@ -34,13 +86,7 @@ pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
         let n: usize = part
             .parse()
             .map_err(|_| format!("packet size {part:?} is not a number"))?;
-        if !(frames::MIN_WIRE_SIZE..=frames::MAX_WIRE_SIZE).contains(&n) {
-            return Err(format!(
-                "packet size {n} outside {}..={} (wire size with FCS)",
-                frames::MIN_WIRE_SIZE,
-                frames::MAX_WIRE_SIZE
-            ));
-        }
+        frames::check_wire_size(n)?;
         if !v.contains(&n) {
             v.push(n);
         }
@@ -80,6 +126,45 @@ mod tests {
         assert!(parse_sizes("60").is_err());
         assert!(parse_sizes("64,x").is_err());
         assert!(parse_sizes(",").is_err());
+    }
+
+    #[test]
+    fn out_paths_are_checked_before_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let some = |p: PathBuf| Some(p);
+        assert_eq!(check_out(&None), Ok(()));
+        // An existing directory, or new ones under it.
+        assert_eq!(check_out(&some(d.to_path_buf())), Ok(()));
+        assert_eq!(check_out(&some(d.join("new/deeper"))), Ok(()));
+        assert_eq!(check_out(&some("relative-new-dir".into())), Ok(()));
+        let file = d.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert_eq!(
+            check_out(&some(file.clone())),
+            Err(format!(
+                "--out {}: exists and is not a directory",
+                file.display()
+            ))
+        );
+        let under = file.join("sub");
+        assert_eq!(
+            check_out(&some(under.clone())),
+            Err(format!(
+                "--out {}: {} is not a directory",
+                under.display(),
+                file.display()
+            ))
+        );
+        assert!(check_out(&some("bad\0path".into())).is_err());
+        let e = check_out(&some("/proc/no/such/dir".into())).unwrap_err();
+        assert!(
+            e.starts_with("--out /proc/no/such/dir: cannot write in /proc: "),
+            "{e}"
+        );
+        // Nothing was created or left behind.
+        assert!(!d.join("new").exists());
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 1, "only the file");
     }
 
     #[test]

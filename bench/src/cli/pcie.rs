@@ -172,6 +172,7 @@ pub(crate) fn print(results: &[PcieResult]) {
 
 pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
     let sizes = super::parse_sizes(&args.sizes)?;
+    super::check_out(&args.out)?;
     let n = sizes.len() * args.interface.interfaces().len();
     let mut progress = Progress::new("pcie", n as u64, args.json);
     let results = measure_all(args, &mut progress)?;
