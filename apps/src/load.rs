@@ -506,13 +506,15 @@ impl LogSource {
         dst_port: 514,
     };
 
-    /// Sends `text` in payloads of `payload` bytes (clamped to what one
-    /// frame carries), once or, with `repeat`, over and over.
+    /// Most payload bytes one frame carries.
+    pub const MAX_PAYLOAD: usize = MAX_FRAME_LEN - packet::UDP_PAYLOAD_OFFSET;
+
+    /// Sends `text` in payloads of `payload` bytes (clamped to
+    /// 1..=[`Self::MAX_PAYLOAD`]), once or, with `repeat`, over and over.
     pub fn new(text: impl Into<std::sync::Arc<[u8]>>, payload: usize, repeat: bool) -> Self {
-        let max = MAX_FRAME_LEN - packet::UDP_PAYLOAD_OFFSET;
         Self {
             text: text.into(),
-            payload: payload.clamp(1, max),
+            payload: payload.clamp(1, Self::MAX_PAYLOAD),
             at: 0,
             repeat,
             endpoints: Self::ENDPOINTS,

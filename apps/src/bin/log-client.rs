@@ -27,10 +27,10 @@ struct Args {
     #[arg(long)]
     file: Option<PathBuf>,
     /// Bytes of synthetic log.
-    #[arg(long, default_value_t = 16 << 20)]
+    #[arg(long, default_value_t = 16 << 20, conflicts_with = "file")]
     bytes: usize,
     /// Seed of the synthetic log.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "file")]
     seed: u64,
     /// UDP payload bytes per packet.
     #[arg(long, default_value_t = 1024)]
@@ -38,9 +38,49 @@ struct Args {
     /// Send the log this many times (0: until stopped).
     #[arg(long, default_value_t = 1)]
     passes: u64,
-    /// Rate limit on the port, Gb/s of frames (the NIC's limiter).
-    #[arg(long)]
+    /// Rate limit on the port, Gb/s of frames (the NIC's limiter, in
+    /// steps of 0.01024 Gb/s); without it the port is unlimited.
+    #[arg(long, allow_negative_numbers = true)]
     gbps: Option<f64>,
+}
+
+/// Most bytes of synthetic log (it is generated in memory).
+const MAX_BYTES: usize = 1 << 30;
+/// Highest --gbps.
+const MAX_GBPS: f64 = 400.0;
+/// The limiter's setting is `num` flits of 64 B every `den` cycles of
+/// 200 MHz: 64 B x 8 x 200e6 x num / den = 102.4 Gb/s x num / den.
+const LIMITER_GBPS: f64 = 102.4;
+/// The `den` used: rates are multiples of 102.4 Gb/s / LIMITER_DEN.
+const LIMITER_DEN: u32 = 10_000;
+/// Lowest --gbps: one flit every LIMITER_DEN cycles.
+const MIN_GBPS: f64 = LIMITER_GBPS / LIMITER_DEN as f64;
+
+/// The limiter setting `(num, den)` for `gbps`, which must be one the
+/// limiter can express (and at most [`MAX_GBPS`]).
+fn rate_limit(gbps: f64) -> CliResult<(u32, u32)> {
+    // NaN fails the range test too.
+    if !(MIN_GBPS..=MAX_GBPS).contains(&gbps) {
+        return Err(format!(
+            "--gbps must be in {MIN_GBPS}..={MAX_GBPS} (the limiter's steps are \
+             1/{LIMITER_DEN} of {LIMITER_GBPS} Gb/s), not {gbps}"
+        )
+        .into());
+    }
+    let num = ((gbps / LIMITER_GBPS) * f64::from(LIMITER_DEN)).round() as u32;
+    Ok((num.max(1), LIMITER_DEN))
+}
+
+impl Args {
+    /// Checks the values clap cannot, before anything is read or attached.
+    fn check(&self) -> CliResult<Option<(u32, u32)>> {
+        self.connect.check()?;
+        cli::in_range("--payload", self.payload, 1..=LogSource::MAX_PAYLOAD)?;
+        if self.file.is_none() {
+            cli::in_range("--bytes", self.bytes, 1..=MAX_BYTES)?;
+        }
+        self.gbps.map(rate_limit).transpose()
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -48,13 +88,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(a: Args) -> CliResult<()> {
-    a.connect.check()?;
-    if a.payload == 0 {
-        return Err("--payload must be at least 1".into());
-    }
+    let limit = a.check()?;
     let text = match &a.file {
         Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        None => generate_log(a.seed, a.bytes.max(1)),
+        None => generate_log(a.seed, a.bytes),
     };
     if text.is_empty() {
         return Err("the log is empty".into());
@@ -66,17 +103,24 @@ fn run(a: Args) -> CliResult<()> {
         ..Default::default()
     })?;
     let port = a.connect.port;
-    if let Some(g) = a.gbps {
-        if !(g.is_finite() && g > 0.0 && g <= 400.0) {
-            return Err(format!("--gbps must be in (0, 400], not {g}").into());
-        }
-        // Bursts of `num` flits every `den` cycles of 200 MHz: 64 B x 8 x
-        // 200e6 x num / den = 102.4 Gb/s x num / den.
-        let den = 10_000u32;
-        let num = ((g / 102.4) * f64::from(den)).round().max(1.0) as u32;
-        dev.set_rate_limit(port, Some((num, den)))?;
-    }
+    // Set either way: without --gbps the port runs unlimited, whatever an
+    // earlier client left set.
+    dev.set_rate_limit(port, limit)?;
     let mut c = PipeClient::new(dev, port, false)?;
+    let sent = send(&a, &mut c, text);
+    // The limit belongs to the port, not to this client: leave it
+    // unlimited for whatever runs next, even after a failed send.
+    let cleared = match limit {
+        Some(_) => c.dev.set_rate_limit(port, None),
+        None => Ok(()),
+    };
+    sent?;
+    cleared.map_err(|e| format!("clearing the rate limit of port {port}: {e}"))?;
+    Ok(())
+}
+
+/// Sends the log as `a` asks and prints what was sent.
+fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
     let len = text.len() as u64;
     let mut src = LogSource::new(text, a.payload, a.passes != 1);
     let stop = a.connect.duration_s.map(Duration::from_secs_f64);
@@ -132,4 +176,59 @@ fn run(a: Args) -> CliResult<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<Option<(u32, u32)>, String> {
+        let a = Args::try_parse_from(std::iter::once("log-client").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn bytes_payload_and_rate_are_bounded() {
+        assert_eq!(check(&[]), Ok(None));
+        assert_eq!(check(&["--bytes", "1", "--payload", "1"]), Ok(None));
+        let max = LogSource::MAX_PAYLOAD.to_string();
+        assert_eq!(
+            check(&["--bytes", "1073741824", "--payload", &max]),
+            Ok(None)
+        );
+        for b in ["0", "1073741825", "100000000000", "18446744073709551615"] {
+            assert_eq!(
+                check(&["--bytes", b]),
+                Err(format!("--bytes must be in 1..=1073741824, not {b}"))
+            );
+        }
+        let above = (LogSource::MAX_PAYLOAD + 1).to_string();
+        for p in ["0", &above, "18446744073709551615"] {
+            assert_eq!(
+                check(&["--payload", p]),
+                Err(format!("--payload must be in 1..={max}, not {p}"))
+            );
+        }
+        // --bytes and --seed describe the synthetic log.
+        for flag in ["--bytes", "--seed"] {
+            let e = check(&["--file", "/dev/null", flag, "5"]).unwrap_err();
+            assert!(e.contains("cannot be used with"), "{e}");
+        }
+    }
+
+    #[test]
+    fn rates_the_limiter_cannot_express_are_refused() {
+        assert_eq!(check(&["--gbps", "102.4"]), Ok(Some((10_000, 10_000))));
+        assert_eq!(check(&["--gbps", "10"]), Ok(Some((977, 10_000))));
+        assert_eq!(check(&["--gbps", "0.01024"]), Ok(Some((1, 10_000))));
+        assert_eq!(check(&["--gbps", "400"]), Ok(Some((39_063, 10_000))));
+        for g in ["0.000001", "0.01", "0", "-5", "400.5", "NaN", "inf"] {
+            let e = check(&["--gbps", g]).unwrap_err();
+            assert!(
+                e.starts_with("--gbps must be in 0.01024..=400 (the limiter's steps are 1/10000 of 102.4 Gb/s), not "),
+                "{g}: {e}"
+            );
+        }
+    }
 }
