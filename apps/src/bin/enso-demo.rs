@@ -99,7 +99,7 @@ fn trial(
 ) -> Result<Trial, Box<dyn std::error::Error>> {
     let g = GeneratorConfig {
         sizes: sizes.clone(),
-        flows: a.flows.max(1),
+        flows: a.flows,
         verify: VerifyLevel::Full,
         paused: true,
         // At most what one RX ring holds, so the packetized side never runs
@@ -222,23 +222,34 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+impl Args {
+    /// Checks the values clap cannot, before any device starts.
+    fn check(&self) -> cli::CliResult<()> {
+        // trial() turns --trial-s into a Duration, which panics on a
+        // negative, NaN or huge value.
+        cli::seconds("--trial-s", self.trial_s, false)?;
+        if self.rounds == 0 {
+            return Err("--rounds must be at least 1".into());
+        }
+        // At most the NIC's descriptor queues (the packetized trial uses one
+        // queue per pipe, with a 4096-buffer share of the pool each).
+        if self.pipes == 0 || self.pipes > nic_emu::layout::MAX_DESC_QUEUES {
+            return Err(format!(
+                "--pipes must be in 1..={}, not {}",
+                nic_emu::layout::MAX_DESC_QUEUES,
+                self.pipes
+            )
+            .into());
+        }
+        if self.flows == 0 {
+            return Err("--flows must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    // Checked before any device starts (trial() turns --trial-s into a
-    // Duration, which panics on a negative, NaN or huge value).
-    cli::seconds("--trial-s", a.trial_s, false)?;
-    if a.rounds == 0 {
-        return Err("--rounds must be at least 1".into());
-    }
-    // At most the NIC's descriptor queues (the packetized trial uses one
-    // queue per pipe, with a 4096-buffer share of the pool each).
-    if a.pipes == 0 || a.pipes > nic_emu::layout::MAX_DESC_QUEUES {
-        return Err(format!(
-            "--pipes must be in 1..={}, not {}",
-            nic_emu::layout::MAX_DESC_QUEUES,
-            a.pipes
-        )
-        .into());
-    }
+    a.check()?;
     let sizes = nic_emu::spec::parse_sizes(&a.size)?;
     let ifaces: Vec<Interface> = match a.interface {
         Interface::Both => vec![Interface::Enso, Interface::Packetized],
@@ -338,4 +349,38 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("PCIe: Gen3 x16 TLP model of what the NIC's DMA and register traffic would cost on a real link.");
     println!("NIC busy near 100% means the emulated NIC, not the interface, limited the rate.");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("enso-demo").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn zeros_are_refused_not_replaced() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(
+            check(&["--flows", "1", "--rounds", "1", "--pipes", "1"]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&["--flows", "0"]),
+            Err("--flows must be at least 1".into())
+        );
+        assert_eq!(
+            check(&["--rounds", "0"]),
+            Err("--rounds must be at least 1".into())
+        );
+        assert!(check(&["--pipes", "0"])
+            .unwrap_err()
+            .starts_with("--pipes must be in 1..="));
+        assert!(check(&["--trial-s", "0"])
+            .unwrap_err()
+            .starts_with("--trial-s must be above 0"));
+    }
 }
