@@ -37,26 +37,39 @@ fn main() -> std::process::ExitCode {
     cli::main_with("kv", || run(Args::parse()))
 }
 
+impl Args {
+    /// Checks the values clap cannot, before the store is allocated.
+    fn check(&self) -> CliResult<()> {
+        self.serve.check()?;
+        if self.partitions == 0 || self.partition >= self.partitions {
+            return Err(format!(
+                "--partition {} must be below --partitions {}",
+                self.partition, self.partitions
+            )
+            .into());
+        }
+        let max_log_mb = MAX_LOG_BYTES >> 20;
+        // The store rounds a log size down to a power of two.
+        if !self.log_mb.is_power_of_two() || self.log_mb > max_log_mb {
+            return Err(format!(
+                "--log-mb must be a power of two in 1..={max_log_mb}, not {}",
+                self.log_mb
+            )
+            .into());
+        }
+        if self.buckets == 0 || self.buckets > MAX_BUCKETS {
+            return Err(format!(
+                "--buckets must be in 1..={MAX_BUCKETS} (2 GiB of index), not {}",
+                self.buckets
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
 fn run(a: Args) -> CliResult<()> {
-    a.serve.check()?;
-    if a.partitions == 0 || a.partition >= a.partitions {
-        return Err(format!(
-            "--partition {} must be below --partitions {}",
-            a.partition, a.partitions
-        )
-        .into());
-    }
-    let max_log_mb = MAX_LOG_BYTES >> 20;
-    if a.log_mb == 0 || a.log_mb > max_log_mb {
-        return Err(format!("--log-mb must be in 1..={max_log_mb}, not {}", a.log_mb).into());
-    }
-    if a.buckets == 0 || a.buckets > MAX_BUCKETS {
-        return Err(format!(
-            "--buckets must be in 1..={MAX_BUCKETS} (2 GiB of index), not {}",
-            a.buckets
-        )
-        .into());
-    }
+    a.check()?;
     let mut server = KvServer::new(&ServerConfig {
         store: StoreConfig {
             log_bytes: a.log_mb << 20,
@@ -119,4 +132,31 @@ fn run(a: Args) -> CliResult<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("kv").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_log_size_is_a_power_of_two() {
+        let max = MAX_LOG_BYTES >> 20;
+        for mb in [1, 2, 64, max] {
+            assert_eq!(check(&["--log-mb", &mb.to_string()]), Ok(()), "{mb}");
+        }
+        for mb in [0, 3, 100, max - 1, max * 2] {
+            assert_eq!(
+                check(&["--log-mb", &mb.to_string()]),
+                Err(format!(
+                    "--log-mb must be a power of two in 1..={max}, not {mb}"
+                ))
+            );
+        }
+    }
 }

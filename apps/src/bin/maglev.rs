@@ -21,9 +21,10 @@ struct Args {
     #[arg(long)]
     backends: Option<PathBuf>,
     /// Without --backends: this many backends, 192.168.0.1 and up.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, conflicts_with = "backends")]
     backend_count: usize,
-    /// Lookup table size (a prime).
+    /// Lookup table size (a prime, at least the number of backends;
+    /// Maglev spreads flows evenly when it is much larger).
     #[arg(long, default_value_t = maglev::DEFAULT_TABLE_SIZE)]
     table_size: usize,
     /// Connection-table entries.
@@ -35,36 +36,57 @@ fn main() -> std::process::ExitCode {
     cli::main_with("maglev", || run(Args::parse()))
 }
 
-fn run(a: Args) -> CliResult<()> {
-    a.serve.check()?;
-    // Before the (possibly large) lookup table is built.
-    if a.connections > maglev::MAX_CONNECTION_CAPACITY {
+impl Args {
+    /// Checks the values clap cannot, before the backends are read and the
+    /// (possibly large) tables built.
+    fn check(&self) -> CliResult<()> {
+        self.serve.check()?;
+        if self.connections == 0 || self.connections > maglev::MAX_CONNECTION_CAPACITY {
+            return Err(format!(
+                "--connections must be in 1..={} (1.25 GiB), not {}",
+                maglev::MAX_CONNECTION_CAPACITY,
+                self.connections
+            )
+            .into());
+        }
+        if self.backends.is_none() && !(1..=1 << 24).contains(&self.backend_count) {
+            return Err("--backend-count must be in 1..=16777216".into());
+        }
+        Ok(())
+    }
+}
+
+/// Checks that a table of `table_size` slots can give every one of
+/// `backends` backends a slot: with fewer slots than backends some would
+/// never be chosen.
+fn check_table_size(table_size: usize, backends: usize) -> CliResult<()> {
+    if table_size < backends {
         return Err(format!(
-            "--connections must be at most {} (1.25 GiB), not {}",
-            maglev::MAX_CONNECTION_CAPACITY,
-            a.connections
+            "--table-size {table_size} is below the {backends} backends: every backend needs \
+             at least one slot (Maglev wants a prime much larger than the backend count)"
         )
         .into());
     }
+    Ok(())
+}
+
+fn run(a: Args) -> CliResult<()> {
+    a.check()?;
     let list = match &a.backends {
         Some(p) => maglev::load_backends(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        None => {
-            if a.backend_count == 0 || a.backend_count > 1 << 24 {
-                return Err("--backend-count must be in 1..=16777216".into());
-            }
-            (0..a.backend_count)
-                .map(|i| {
-                    Backend::new(
-                        format!("backend-{i}"),
-                        std::net::Ipv4Addr::from(0xC0A8_0000 + i as u32 + 1),
-                    )
-                })
-                .collect()
-        }
+        None => (0..a.backend_count)
+            .map(|i| {
+                Backend::new(
+                    format!("backend-{i}"),
+                    std::net::Ipv4Addr::from(0xC0A8_0000 + i as u32 + 1),
+                )
+            })
+            .collect(),
     };
     let n = list.len();
+    check_table_size(a.table_size, n)?;
     let pool = Arc::new(BackendPool::new(list, a.table_size)?);
-    let mut lb = Maglev::with_pool(pool, a.connections.max(1))?;
+    let mut lb = Maglev::with_pool(pool, a.connections)?;
     let s = &a.serve;
     s.connect.pin("maglev");
     let dev = s.connect.open(s.device_options(0))?;
@@ -118,4 +140,48 @@ fn run(a: Args) -> CliResult<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("maglev").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn connections_and_backend_count_are_checked() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&["--connections", "1"]), Ok(()));
+        for c in ["0", "67108865", "18446744073709551615"] {
+            assert_eq!(
+                check(&["--connections", c]),
+                Err(format!(
+                    "--connections must be in 1..=67108864 (1.25 GiB), not {c}"
+                ))
+            );
+        }
+        assert_eq!(
+            check(&["--backend-count", "0"]),
+            Err("--backend-count must be in 1..=16777216".into())
+        );
+        // A list, or a count: not both.
+        let e = check(&["--backends", "b.txt", "--backend-count", "5"]).unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
+        assert_eq!(check(&["--backends", "b.txt"]), Ok(()));
+    }
+
+    #[test]
+    fn the_table_has_a_slot_for_every_backend() {
+        assert!(check_table_size(65_537, 1000).is_ok());
+        assert!(check_table_size(13, 13).is_ok());
+        let e = check_table_size(2, 1000).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--table-size 2 is below the 1000 backends"),
+            "{e}"
+        );
+    }
 }
