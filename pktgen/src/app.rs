@@ -86,6 +86,10 @@ pub enum AppError {
     /// A zero-loss trial failed.
     #[error("zero-loss search: {0}")]
     Search(String),
+    /// The command line does not fit the frames read (exit status 2, as
+    /// for any refused command line).
+    #[error("{0}")]
+    Config(#[from] cli::ConfigError),
 }
 
 /// Runs the command with `args` (the first is the program name).
@@ -110,7 +114,10 @@ where
         Ok(code) => code,
         Err(e) => {
             eprintln!("pktgen: {e}");
-            ExitCode::FAILURE
+            match e {
+                AppError::Config(_) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -230,6 +237,11 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let stop = Arc::new(AtomicBool::new(false));
     install_signals(&stop);
     let stream = TxStream::from_source(&cfg.traffic)?;
+    // The pcap's frames are known only now (synthetic sizes were checked
+    // with the command line).
+    if cfg.rtt {
+        cli::check_stamp_fits(cfg.timestamp_offset, stream.min_len())?;
+    }
     // The NIC's limiter setting for a run (a search sets its own per trial).
     let limit = match cfg.zero_loss {
         Some(_) => None,

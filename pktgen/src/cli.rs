@@ -19,7 +19,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 
 use crate::pcap::{self, PcapError};
-use crate::rate::{Rate, RateError};
+use crate::rate::{Rate, RateError, FCS_LEN};
 use crate::search::{SearchConfig, SearchConfigError, RFC2544_SIZES};
 use crate::serde_util::{duration_ns, option_duration_ns};
 use crate::traffic::{Ipv4Range, PortRange, SizeSpec, Traffic, TrafficError, TrafficSpec};
@@ -42,27 +42,35 @@ pub struct Args {
     pub pcap: Option<PathBuf>,
     /// Rate limiter, EnsōGen style: RATE_NUM flits every RATE_DEN cycles of
     /// the 200 MHz clock (744 1000 is 100 Gb/s at 64 B).
-    #[arg(value_name = "RATE_NUM")]
+    #[arg(value_name = "RATE_NUM", allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub rate_num: Option<u32>,
     /// See RATE_NUM.
-    #[arg(value_name = "RATE_DEN")]
+    #[arg(value_name = "RATE_DEN", allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub rate_den: Option<u32>,
     /// Rate: 10Gbps, 2.5G, 5Mpps, 100kpps, line (100 Gb/s) or NUM/DEN.
     /// Gb/s count 24 B per frame of Ethernet overhead.
-    #[arg(long, value_name = "RATE", value_parser = Rate::parse)]
+    // Hyphen values reach Rate::parse, which says what is wrong with `-5G`.
+    #[arg(long, value_name = "RATE", value_parser = Rate::parse, allow_hyphen_values = true)]
     pub rate: Option<Rate>,
     /// Stop after sending this many frames.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub count: Option<u64>,
     /// Stop after this long: 10s, 500ms, 2m, or seconds.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// First CPU core to pin threads to: transmit on CORE, receive on
     /// CORE+1 (both on CORE with --single-core).
-    #[arg(long, value_name = "CORE")]
+    #[arg(long, value_name = "CORE", allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub core: Option<usize>,
     /// Number of queues (Ensō pipes) to send and receive on.
-    #[arg(long, visible_alias = "pipes", value_name = "N", default_value_t = 4)]
+    #[arg(
+        long,
+        visible_alias = "pipes",
+        value_name = "N",
+        default_value_t = 4,
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>
+    )]
     pub queues: u32,
     /// Write EnsōGen's per-interval CSV to this file.
     #[arg(long, value_name = "CSV")]
@@ -77,13 +85,20 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub rtt_hist: Option<PathBuf>,
     /// Milliseconds between statistics lines.
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        value_parser = whole::<u64>
+    )]
     pub stats_delay: u64,
     /// Byte offset of the NIC timestamp in each frame.
     #[arg(
         long,
         value_name = "OFFSET",
         default_value_t = 18,
+        allow_negative_numbers = true,
         value_parser = clap::value_parser!(u8).range(0..=60)
     )]
     pub timestamp_offset: u8,
@@ -91,7 +106,7 @@ pub struct Args {
     #[arg(long, value_name = "SIZES")]
     pub size: Option<SizeSpec>,
     /// Number of flows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub flows: Option<u32>,
     /// Source IPv4 addresses: 10.0.0.1, 10.0.0.0/16 or 10.0.0.1-10.0.0.200.
     #[arg(long, value_name = "RANGE")]
@@ -106,7 +121,13 @@ pub struct Args {
     #[arg(long, value_name = "RANGE")]
     pub dst_port: Option<PortRange>,
     /// Seed for size mixes and ranges.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = whole::<u64>
+    )]
     pub seed: u64,
     /// Write a JSON report (configuration, samples, totals, loss, latency,
     /// device counters) to FILE, or to standard output with `--json` alone
@@ -126,17 +147,23 @@ pub struct Args {
     #[arg(long)]
     pub zero_loss: bool,
     /// Zero-loss search precision, Gb/s.
-    #[arg(long, value_name = "GBPS")]
+    #[arg(long, value_name = "GBPS", allow_negative_numbers = true)]
     pub precision: Option<f64>,
-    /// Zero-loss trial length, ms.
-    #[arg(long, value_name = "MS")]
+    /// Zero-loss trial length, ms (at most an hour).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub trial_ms: Option<u64>,
-    /// Zero-loss warm-up before each size, ms.
-    #[arg(long, value_name = "MS")]
+    /// Zero-loss warm-up before each size, ms (at most an hour).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub warmup_ms: Option<u64>,
     /// Zero-loss frame sizes with FCS, comma-separated
     /// (default 64,128,256,512,1024,1280,1518).
-    #[arg(long, value_name = "SIZES", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "SIZES",
+        value_delimiter = ',',
+        allow_negative_numbers = true,
+        value_parser = whole::<usize>
+    )]
     pub sizes: Option<Vec<usize>>,
     /// Name of the emulated NIC to attach to (default enso0).
     #[arg(long, value_name = "NAME")]
@@ -145,7 +172,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Port of the NIC to send and receive on (default 0).
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub port: Option<u32>,
     /// Start an emulated NIC in this process, with port 0 cabled to port 1
     /// and an echo server on port 1, and generate on port 0.
@@ -273,6 +300,26 @@ pub enum ConfigError {
     /// An option that names an outside NIC, with `--in-process`.
     #[error("{0} does not apply to --in-process (it starts its own NIC: the generator on port 0, an echo server on port 1)")]
     NotForInProcess(&'static str),
+    /// An option whose output or measurement a zero-loss search does not
+    /// make.
+    #[error("{0} does not apply to --zero-loss ({1})")]
+    NotInSearch(&'static str, &'static str),
+    /// The NIC timestamp would not fit in the smallest frame sent.
+    #[error(
+        "--timestamp-offset {offset} puts the 4-byte timestamp at bytes {offset}..{end}, \
+         past the end of the smallest frame sent ({len} B without FCS){hint}",
+        end = u32::from(*offset) + 4,
+        hint = match len.checked_sub(4) {
+            Some(m) => format!("; give at most {m}"),
+            None => String::new(),
+        }
+    )]
+    StampPastFrame {
+        /// The offset.
+        offset: u8,
+        /// The smallest frame's length.
+        len: usize,
+    },
     /// A core that threads cannot be pinned to.
     #[error("{0}")]
     Core(String),
@@ -312,6 +359,38 @@ impl CliError {
             CliError::Invalid(e) => e.to_string(),
         }
     }
+}
+
+/// Longest zero-loss trial or warm-up, ms: an hour.
+pub const MAX_SEARCH_MS: u64 = 3_600_000;
+
+/// Parses a whole number for a numeric option. A negative one gets a
+/// message saying so (clap would otherwise take `-1` for an option, or say
+/// only "invalid digit").
+pub fn whole<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    t.parse()
+        .map_err(|e| format!("not a whole number in range ({e})"))
+}
+
+/// Checks that the NIC's 4-byte timestamp at `offset` fits in a frame of
+/// `min_len` bytes (the smallest sent, without FCS): otherwise those frames
+/// carry no timestamp and give no RTT.
+pub fn check_stamp_fits(offset: u8, min_len: usize) -> Result<(), ConfigError> {
+    if usize::from(offset) + 4 > min_len {
+        return Err(ConfigError::StampPastFrame {
+            offset,
+            len: min_len,
+        });
+    }
+    Ok(())
 }
 
 /// Cores a thread can be pinned to at all: libc's `cpu_set_t` has this
@@ -466,6 +545,11 @@ impl Args {
                 };
                 // Builds nothing; checks sizes and flows.
                 Traffic::new(spec.clone())?;
+                // A pcap's frames are checked once read (app::execute).
+                if self.rtt || self.rtt_hist.is_some() {
+                    let smallest = usize::from(spec.sizes.smallest()) - FCS_LEN;
+                    check_stamp_fits(self.timestamp_offset, smallest)?;
+                }
                 TrafficSource::Synthetic(spec)
             }
         };
@@ -523,6 +607,20 @@ impl Args {
     }
 
     fn search_config(&self, rate: &Rate) -> Result<SearchConfig, ConfigError> {
+        // Outputs of one run, which a search does not make.
+        let run_only = [
+            ("--capture", self.capture.is_some(), "it captures no frames"),
+            (
+                "--save",
+                self.save.is_some(),
+                "it writes no per-interval CSV",
+            ),
+            ("--rtt-hist", self.rtt_hist.is_some(), "it measures no RTT"),
+            ("--rtt", self.rtt, "it measures no RTT"),
+        ];
+        if let Some((flag, _, why)) = run_only.iter().find(|(_, set, _)| *set) {
+            return Err(ConfigError::NotInSearch(flag, why));
+        }
         if self.count.is_some() {
             return Err(ConfigError::NotForZeroLoss("--count"));
         }
@@ -544,6 +642,15 @@ impl Args {
             (None, Some(_), _) | (None, None, Some(_)) => Vec::new(),
             (None, None, None) => RFC2544_SIZES.to_vec(),
         };
+        if let Some(p) = self.precision.filter(|p| !(p.is_finite() && *p > 0.0)) {
+            return Err(out_of_range("--precision", "above 0 Gb/s", p));
+        }
+        if let Some(t) = self.trial_ms.filter(|t| !(1..=MAX_SEARCH_MS).contains(t)) {
+            return Err(out_of_range("--trial-ms", "1..=3600000 (an hour)", t));
+        }
+        if let Some(t) = self.warmup_ms.filter(|t| *t > MAX_SEARCH_MS) {
+            return Err(out_of_range("--warmup-ms", "0..=3600000 (an hour)", t));
+        }
         let d = SearchConfig::default();
         let cfg = SearchConfig {
             max_rate_gbps: bps / 1e9,
@@ -582,6 +689,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
     };
     let secs = v * scale;
+    if secs < 0.0 {
+        return Err(format!("duration '{t}' is negative"));
+    }
     if !(0.0..=1e9).contains(&secs) {
         return Err(format!("duration '{t}' is out of range"));
     }
@@ -777,6 +887,143 @@ mod tests {
     }
 
     #[test]
+    fn zero_loss_refuses_what_only_a_run_makes() {
+        for (flag, why) in [
+            ("--capture", "it captures no frames"),
+            ("--save", "it writes no per-interval CSV"),
+            ("--rtt-hist", "it measures no RTT"),
+        ] {
+            assert_eq!(
+                err(&["--zero-loss", flag, "out.file"]),
+                format!("{flag} does not apply to --zero-loss ({why})")
+            );
+            // Without --zero-loss they are fine.
+            assert!(run(&[flag, "out.file"]).is_ok(), "{flag}");
+        }
+        assert_eq!(
+            err(&["--zero-loss", "--rtt"]),
+            "--rtt does not apply to --zero-loss (it measures no RTT)"
+        );
+    }
+
+    #[test]
+    fn the_timestamp_must_fit_in_the_smallest_frame() {
+        assert!(check_stamp_fits(56, 60).is_ok());
+        assert!(check_stamp_fits(0, 4).is_ok());
+        assert_eq!(
+            check_stamp_fits(57, 60).unwrap_err().to_string(),
+            "--timestamp-offset 57 puts the 4-byte timestamp at bytes 57..61, past the end \
+             of the smallest frame sent (60 B without FCS); give at most 56"
+        );
+        assert_eq!(
+            check_stamp_fits(0, 3).unwrap_err().to_string(),
+            "--timestamp-offset 0 puts the 4-byte timestamp at bytes 0..4, past the end \
+             of the smallest frame sent (3 B without FCS)"
+        );
+        // Synthetic sizes are checked with the command line, with --rtt or
+        // --rtt-hist; without them the offset is unused.
+        for off in ["57", "60"] {
+            let m = err(&["--rtt", "--timestamp-offset", off]);
+            assert!(m.contains("(60 B without FCS); give at most 56"), "{m}");
+            let m = err(&[
+                "--rtt-hist",
+                "h",
+                "--timestamp-offset",
+                off,
+                "--size",
+                "imix",
+            ]);
+            assert!(m.contains("(60 B without FCS)"), "{m}");
+            assert!(run(&["--rtt", "--timestamp-offset", off, "--size", "128"]).is_ok());
+            assert!(run(&["--timestamp-offset", off]).is_ok());
+        }
+        assert!(err(&["--rtt", "--timestamp-offset", "60", "--size", "64-1518"]).contains("60 B"));
+        assert!(run(&["--rtt", "--timestamp-offset", "56"]).is_ok());
+    }
+
+    #[test]
+    fn search_times_are_bounded() {
+        let c = run(&[
+            "--zero-loss",
+            "--trial-ms",
+            "3600000",
+            "--warmup-ms",
+            "3600000",
+        ])
+        .unwrap();
+        let z = c.zero_loss.unwrap();
+        assert_eq!(
+            (z.trial, z.warmup),
+            (Duration::from_secs(3600), Duration::from_secs(3600))
+        );
+        for v in ["3600001", "18446744073709551615"] {
+            assert_eq!(
+                err(&["--zero-loss", "--warmup-ms", v]),
+                format!("--warmup-ms must be 0..=3600000 (an hour), not {v}")
+            );
+            assert_eq!(
+                err(&["--zero-loss", "--trial-ms", v]),
+                format!("--trial-ms must be 1..=3600000 (an hour), not {v}")
+            );
+        }
+        assert_eq!(
+            err(&["--zero-loss", "--trial-ms", "0"]),
+            "--trial-ms must be 1..=3600000 (an hour), not 0"
+        );
+    }
+
+    #[test]
+    fn negative_numbers_reach_validation() {
+        assert_eq!(whole::<u64>("7"), Ok(7));
+        assert_eq!(whole::<u64>("-1"), Err("must not be negative".to_string()));
+        assert!(whole::<u8>("300")
+            .unwrap_err()
+            .starts_with("not a whole number in range"));
+        for (args, want) in [
+            (&["--rate", "-5G"][..], "'-5G'"),
+            (
+                &["--count", "-1"][..],
+                "invalid value '-1' for '--count <N>': must not be negative",
+            ),
+            (&["--duration", "-1"][..], "duration '-1' is negative"),
+            (
+                &["--core", "-1"][..],
+                "invalid value '-1' for '--core <CORE>': must not be negative",
+            ),
+            (&["--queues", "-2"][..], "must not be negative"),
+            (&["--stats-delay", "-1"][..], "must not be negative"),
+            (&["--flows", "-3"][..], "must not be negative"),
+            (&["--seed", "-3"][..], "must not be negative"),
+            (&["--port", "-1"][..], "must not be negative"),
+            (&["--timestamp-offset", "-1"][..], "-1 is not in 0..=60"),
+            (
+                &["--zero-loss", "--precision", "-1"][..],
+                "--precision must be above 0 Gb/s, not -1",
+            ),
+            (
+                &["--zero-loss", "--trial-ms", "-1"][..],
+                "must not be negative",
+            ),
+            (
+                &["--zero-loss", "--warmup-ms", "-1"][..],
+                "must not be negative",
+            ),
+            (
+                &["--zero-loss", "--sizes", "64,-128"][..],
+                "must not be negative",
+            ),
+            (&["x.pcap", "-744", "1000"][..], "must not be negative"),
+            (&["x.pcap", "744", "-1000"][..], "must not be negative"),
+        ] {
+            let m = err(args);
+            assert!(m.contains(want), "{args:?}: {m}");
+            assert!(!m.contains("unexpected argument"), "{args:?}: {m}");
+        }
+        let m = err(&["--rate", "-5G"]);
+        assert!(m.contains("positive") || m.contains("negative"), "{m}");
+    }
+
+    #[test]
     fn cores_that_cannot_be_pinned_to_are_refused() {
         assert_eq!(core_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
         let two = [0, 1];
@@ -893,7 +1140,7 @@ mod tests {
             "64-128",
             "--src-port",
             "1-9",
-            "--rtt",
+            "--single-core",
         ])
         .unwrap();
         let j = serde_json::to_value(&c).unwrap();

@@ -41,6 +41,8 @@ pub struct TxStream {
     non_ipv4: usize,
     /// Synthetic flows not present in one pass (the pass was capped).
     flows_left_out: u64,
+    /// Length of the shortest frame of a pass (no FCS).
+    min_len: usize,
 }
 
 impl TxStream {
@@ -55,8 +57,10 @@ impl TxStream {
         let mut cum = Vec::with_capacity(set.len() + 1);
         cum.push(0u64);
         let mut non_ipv4 = 0;
+        let mut min_len = usize::MAX;
         for f in set.iter() {
             cum.push(cum[cum.len() - 1] + f.len() as u64);
+            min_len = min_len.min(f.len());
             if f.get(12..14) != Some(&[0x08, 0x00][..]) {
                 non_ipv4 += 1;
             }
@@ -67,6 +71,7 @@ impl TxStream {
             profile: set.profile(),
             non_ipv4,
             flows_left_out: 0,
+            min_len: if set.is_empty() { 0 } else { min_len },
         }
     }
 
@@ -131,6 +136,11 @@ impl TxStream {
     /// Frames in one pass of the replay set.
     pub fn set_len(&self) -> usize {
         self.cum.len() - 1
+    }
+
+    /// Length of the shortest frame sent (no FCS).
+    pub fn min_len(&self) -> usize {
+        self.min_len
     }
 
     /// Frames of one pass that are not IPv4.

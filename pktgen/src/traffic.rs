@@ -152,6 +152,15 @@ impl SizeSpec {
         }
     }
 
+    /// The smallest size (with FCS) the spec can send.
+    pub fn smallest(&self) -> u16 {
+        match self {
+            SizeSpec::Fixed(s) => *s,
+            SizeSpec::Mix(v) => v.iter().map(|&(s, _)| s).min().unwrap_or(MIN_SIZE as u16),
+            SizeSpec::Range(lo, _) => *lo,
+        }
+    }
+
     /// Mean frame length and flits (no FCS), for converting rates.
     pub fn profile(&self) -> FrameProfile {
         let len = |s: u16| usize::from(s) - FCS_LEN;

@@ -77,6 +77,45 @@ fn missing_and_corrupt_pcaps() {
 }
 
 #[test]
+fn a_timestamp_past_the_smallest_pcap_frame_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = common::write_pcap(
+        &dir.path().join("in.pcap"),
+        &common::frames(&[(Ipv4Udp, 300), (Ipv4Udp, 60)]),
+    );
+    let hist = dir.path().join("rtt.txt");
+    let args = [
+        s(&pcap),
+        "--in-process",
+        "--count",
+        "10",
+        "--rtt-hist",
+        s(&hist),
+    ];
+    for off in ["57", "60"] {
+        let mut a = args.to_vec();
+        a.extend(["--timestamp-offset", off]);
+        let m = one_line_error(&a);
+        assert!(
+            m.starts_with(&format!(
+                "pktgen: --timestamp-offset {off} puts the 4-byte timestamp"
+            )) && m.ends_with("(60 B without FCS); give at most 56"),
+            "{m}"
+        );
+        assert_eq!(pktgen(&a).status.code(), Some(2), "a refused command line");
+        assert!(!hist.exists(), "refused before any output is made");
+    }
+    let mut a = args.to_vec();
+    a.extend(["--timestamp-offset", "56"]);
+    let out = pktgen(&a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn unknown_device_and_unwritable_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let m = one_line_error(&["--device", "nosuchnic", "--dir", s(dir.path())]);
