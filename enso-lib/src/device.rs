@@ -136,7 +136,7 @@ impl PipeSw {
     #[inline]
     fn units_within(&self, bytes: usize, from: u32, to: u32) -> Result<u32, FreeError> {
         let unit = self.unit();
-        if bytes % unit != 0 {
+        if !bytes.is_multiple_of(unit) {
             return Err(FreeError::Unaligned(bytes));
         }
         let available = (to.wrapping_sub(from) & self.mask) as usize * unit;
@@ -1011,7 +1011,7 @@ impl Device {
     /// Hands `bytes` of received data back to the NIC (one head write).
     pub fn free(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;
-        if bytes % p.unit() != 0 {
+        if !bytes.is_multiple_of(p.unit()) {
             return Err(FreeError::Unaligned(bytes));
         }
         if p.sent != p.freed {
@@ -1160,7 +1160,7 @@ impl Device {
         if port as usize >= self.info.ports {
             return Err(SendError::NoPort(port));
         }
-        if bytes % FLIT != 0 {
+        if !bytes.is_multiple_of(FLIT) {
             return Err(SendError::Unaligned(bytes));
         }
         let size = self.info.pipe_size;

@@ -362,7 +362,7 @@ impl Device {
             let d =
                 unsafe { &*(base.add(qs.tx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
             let mut cmd = desc::TX_EOP;
-            if (i + 1) % TX_RS_THRESH == 0 {
+            if (i + 1).is_multiple_of(TX_RS_THRESH) {
                 cmd |= desc::TX_RS;
             }
             d.qw0.store(

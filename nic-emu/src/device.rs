@@ -281,7 +281,7 @@ fn run_engine(
         } else {
             idle = 0;
         }
-        if w == 0 || n % 64 == 0 {
+        if w == 0 || n.is_multiple_of(64) {
             while let Ok(cmd) = rx.try_recv() {
                 match cmd {
                     Cmd::Attach(req, reply) => {
@@ -308,7 +308,7 @@ fn run_engine(
         if idle > 0 {
             match opts.idle_sleep_after {
                 Some(k) if idle > k => std::thread::sleep(Duration::from_micros(50)),
-                _ if idle % 256 == 0 => std::thread::yield_now(),
+                _ if idle.is_multiple_of(256) => std::thread::yield_now(),
                 _ => std::hint::spin_loop(),
             }
         }

@@ -602,8 +602,7 @@ impl Engine {
                 work += core.process_desc_tx(slot, ports, now);
             }
         }
-        for i in 0..ports.len() {
-            let p = &mut ports[i];
+        for (i, p) in ports.iter_mut().enumerate() {
             // Timestamping is configured through TX notifications, which
             // are not read while frames are received: one look per port.
             let ts = core.ts_offset[i];
@@ -1228,8 +1227,8 @@ impl Core {
                         nb.tx_low
                     };
                     let off = (value as usize) << 32 | low as usize;
-                    let ok =
-                        off == 0 || (off % layout::PAGE == 0 && app.in_region(off, ring_bytes));
+                    let ok = off == 0
+                        || (off.is_multiple_of(layout::PAGE) && app.in_region(off, ring_bytes));
                     let nb = &mut app.nb;
                     if !ok {
                         app.counters.reject_bad_register_value += 1;

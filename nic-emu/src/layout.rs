@@ -97,7 +97,7 @@ pub const fn reg_addr(queue: u32, reg: u32) -> u32 {
 pub const fn split_reg_addr(addr: u32) -> Option<(u32, u32)> {
     let q = addr / PAGE as u32;
     let r = addr % PAGE as u32;
-    if q >= NUM_QUEUES || r >= 32 || r % 4 != 0 {
+    if q >= NUM_QUEUES || r >= 32 || !r.is_multiple_of(4) {
         None
     } else {
         Some((q, r))

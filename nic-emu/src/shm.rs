@@ -56,7 +56,10 @@ impl MirrorMap {
     /// Maps `file[offset..offset + len]` twice. `offset` and `len` must be
     /// multiples of the page size.
     pub fn new(file: &File, offset: usize, len: usize) -> io::Result<Self> {
-        if len == 0 || len % crate::layout::PAGE != 0 || offset % crate::layout::PAGE != 0 {
+        if len == 0
+            || !len.is_multiple_of(crate::layout::PAGE)
+            || !offset.is_multiple_of(crate::layout::PAGE)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "mirrored mapping needs page-aligned offset and length",

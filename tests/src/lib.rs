@@ -123,7 +123,7 @@ pub fn echo_handler(f: &mut [u8]) -> enso::Verdict {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -196,7 +196,7 @@ impl RawApp {
 
     fn check(&self, off: usize, size: usize, align: usize) {
         assert!(
-            off % align == 0 && off + size <= self.info.dma_len,
+            off.is_multiple_of(align) && off + size <= self.info.dma_len,
             "offset {off}"
         );
     }

@@ -27,7 +27,7 @@ fn forwarded_and_dropped_frames_are_sent_and_freed_in_order() {
     let mut handler = |f: &mut [u8]| {
         let v = TestFrames::peek(f).unwrap();
         // Drop frames in irregular runs; echo the rest.
-        if v.seq % 7 == 0 || v.seq % 11 < 2 {
+        if v.seq.is_multiple_of(7) || v.seq % 11 < 2 {
             dropped += 1;
             Verdict::Drop
         } else {

@@ -158,7 +158,7 @@ fn hostile_application_cannot_disturb_another() {
             // A burst of random register writes: mostly its own registers
             // with random values, some anywhere in the window.
             for _ in 0..64 {
-                let r = rng.next();
+                let r = rng.next_u64();
                 let addr = match r % 4 {
                     0 => r as u32 >> 8,
                     1 => layout::reg_addr(nb, (r >> 8) as u32 % 8 * 4),
@@ -172,9 +172,9 @@ fn hostile_application_cannot_disturb_another() {
                     ),
                 };
                 let value = match (r >> 40) % 3 {
-                    0 => rng.next() as u32,
-                    1 => (rng.next() % 64) as u32,
-                    _ => ((rng.next() % (info.dma_len as u64 / 4096)) * 4096) as u32,
+                    0 => rng.next_u64() as u32,
+                    1 => (rng.next_u64() % 64) as u32,
+                    _ => ((rng.next_u64() % (info.dma_len as u64 / 4096)) * 4096) as u32,
                 };
                 if !raw.post(addr, value) {
                     break;
@@ -184,22 +184,25 @@ fn hostile_application_cannot_disturb_another() {
             raw.publish();
             // Random TX notifications all over its region.
             for _ in 0..16 {
-                let slot = (rng.next() % (info.dma_len as u64 / 64)) as usize * 64;
+                let slot = (rng.next_u64() % (info.dma_len as u64 / 64)) as usize * 64;
                 let n = raw.tx_notif(slot);
-                n.signal.store((rng.next() % 4) as u32, Ordering::Relaxed);
+                n.signal
+                    .store((rng.next_u64() % 4) as u32, Ordering::Relaxed);
                 n.config_id
-                    .store((rng.next() % 7) as u32, Ordering::Relaxed);
-                n.address
-                    .store(rng.next() % (2 * info.dma_len as u64), Ordering::Relaxed);
+                    .store((rng.next_u64() % 7) as u32, Ordering::Relaxed);
+                n.address.store(
+                    rng.next_u64() % (2 * info.dma_len as u64),
+                    Ordering::Relaxed,
+                );
                 n.length
-                    .store((rng.next() % (4 << 20)) as u32, Ordering::Relaxed);
-                n.port.store((rng.next() % 3) as u32, Ordering::Relaxed);
+                    .store((rng.next_u64() % (4 << 20)) as u32, Ordering::Relaxed);
+                n.port.store((rng.next_u64() % 3) as u32, Ordering::Relaxed);
                 for a in &n.args {
-                    a.store(rng.next(), Ordering::Relaxed);
+                    a.store(rng.next_u64(), Ordering::Relaxed);
                 }
             }
         }
-        if hostile >= 400_000 && e.generators_finished() && step % 64 == 0 {
+        if hostile >= 400_000 && e.generators_finished() && step.is_multiple_of(64) {
             let s = e.stats();
             if s.generator(0).unwrap().in_flight() == 0 {
                 break;

@@ -125,9 +125,9 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
     // RX descriptors: half outside the region, half inside but hostile.
     for i in 0..256 {
         let addr = if i % 2 == 0 {
-            rng.next()
+            rng.next_u64()
         } else {
-            (rng.next() % (info.dma_len as u64 - 4096)) + 64
+            (rng.next_u64() % (info.dma_len as u64 - 4096)) + 64
         };
         raw.desc(rx_ring + i * 16)
             .qw0
@@ -153,12 +153,13 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
     raw.write(layout::reg_addr(nb, reg::TX_TAIL), 1);
     // TX descriptors with random addresses, lengths and flags.
     for i in 0..256 {
-        raw.desc(tx_ring + i * 16)
-            .qw0
-            .store(rng.next() % (2 * info.dma_len as u64), Ordering::Relaxed);
+        raw.desc(tx_ring + i * 16).qw0.store(
+            rng.next_u64() % (2 * info.dma_len as u64),
+            Ordering::Relaxed,
+        );
         raw.desc(tx_ring + i * 16)
             .qw1
-            .store(rng.next() & 0x0fff_ffff, Ordering::Relaxed);
+            .store(rng.next_u64() & 0x0fff_ffff, Ordering::Relaxed);
     }
     raw.write(layout::reg_addr(dq, reg::TX_MEM_LOW), tx_ring as u32 | bits);
     raw.write(layout::reg_addr(dq, reg::TX_MEM_HIGH), 0);
