@@ -130,7 +130,7 @@ struct ReferenceArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = nic_emu::args::parse_or_exit("bench");
     let outcome = match cli.command {
         Command::Probe(args) => cmd_probe(&args),
         Command::Reference(args) => cmd_reference(&args),

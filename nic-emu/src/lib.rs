@@ -17,6 +17,7 @@
 //! a loopback, a cable or a built-in traffic generator, counters for every
 //! drop, and PCIe transaction accounting.
 
+pub mod args;
 pub mod config;
 pub mod counters;
 pub mod device;

@@ -119,7 +119,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(nic_emu::args::parse_or_exit::<Cli>("nic-emu")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("nic-emu: {e}");

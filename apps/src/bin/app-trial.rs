@@ -63,7 +63,9 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("app-trial", || run(Args::parse()))
+    cli::main_with("app-trial", || {
+        run(nic_emu::args::parse_or_exit("app-trial"))
+    })
 }
 
 impl Args {

@@ -24,7 +24,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("echo", || run(&Args::parse()))
+    cli::main_with("echo", || run(&nic_emu::args::parse_or_exit("echo")))
 }
 
 fn run(a: &Args) -> CliResult<()> {

@@ -79,7 +79,7 @@ struct Trial {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
+    match run(nic_emu::args::parse_or_exit("enso-demo")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("enso-demo: {e}");

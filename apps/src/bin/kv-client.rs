@@ -56,7 +56,9 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("kv-client", || run(Args::parse()))
+    cli::main_with("kv-client", || {
+        run(nic_emu::args::parse_or_exit("kv-client"))
+    })
 }
 
 /// Longest --loss-timeout-ms: as long as any seconds flag (cli::MAX_SECONDS).

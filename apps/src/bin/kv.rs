@@ -34,7 +34,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("kv", || run(Args::parse()))
+    cli::main_with("kv", || run(nic_emu::args::parse_or_exit("kv")))
 }
 
 impl Args {

@@ -84,7 +84,9 @@ impl Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("log-client", || run(Args::parse()))
+    cli::main_with("log-client", || {
+        run(nic_emu::args::parse_or_exit("log-client"))
+    })
 }
 
 fn run(a: Args) -> CliResult<()> {

@@ -35,7 +35,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("logmon", || run(Args::parse()))
+    cli::main_with("logmon", || run(nic_emu::args::parse_or_exit("logmon")))
 }
 
 fn run(a: Args) -> CliResult<()> {

@@ -33,7 +33,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("maglev", || run(Args::parse()))
+    cli::main_with("maglev", || run(nic_emu::args::parse_or_exit("maglev")))
 }
 
 impl Args {

@@ -56,7 +56,7 @@ struct Outcome {
 }
 
 fn main() -> ExitCode {
-    match run(&Args::parse()) {
+    match run(&nic_emu::args::parse_or_exit("enso-echo-client")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("enso-echo-client: {e}");

@@ -1,0 +1,85 @@
+//! Command-line parsing shared by the workspace's binaries: a usage error is
+//! one line on stderr (clap's message without its usage block and hints),
+//! so every binary reports bad arguments the same way.
+
+use clap::Parser;
+
+/// Parses the process's arguments as `P`. Help and version requests print
+/// as clap prints them and exit 0; a usage error prints
+/// `<program>: <message>` and exits with status 2.
+pub fn parse_or_exit<P: Parser>(program: &str) -> P {
+    match P::try_parse() {
+        Ok(p) => p,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprintln!("{program}: {}", usage_line(&e));
+            std::process::exit(2)
+        }
+    }
+}
+
+/// The first non-empty line of a clap error, without its `error: ` prefix,
+/// followed by the accepted values when clap lists them.
+pub fn usage_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut line = lines
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    if let Some(values) = lines.find(|l| l.starts_with("[possible values:")) {
+        line.push(' ');
+        line.push_str(values);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Demo {
+        #[arg(long)]
+        size: u16,
+        #[arg(long, conflicts_with = "size")]
+        sizes: Option<String>,
+    }
+
+    #[derive(Parser, Debug)]
+    struct Mode {
+        #[arg(long, value_parser = ["rx", "echo"])]
+        mode: String,
+    }
+
+    #[test]
+    fn usage_errors_become_one_line() {
+        for argv in [
+            vec!["demo", "--size", "70000"],
+            vec!["demo", "--size", "64", "--sizes", "1,2"],
+            vec!["demo", "--bogus"],
+            vec!["demo"],
+        ] {
+            let e = Demo::try_parse_from(&argv).expect_err("bad arguments");
+            let line = usage_line(&e);
+            assert!(
+                !line.is_empty() && !line.contains('\n'),
+                "{argv:?}: {line:?}"
+            );
+            assert!(!line.starts_with("error:"), "{line}");
+            assert!(
+                e.render().to_string().lines().count() > 1,
+                "clap's own text is longer"
+            );
+        }
+        let e = Mode::try_parse_from(["mode", "--mode", "fast"]).unwrap_err();
+        assert!(
+            usage_line(&e).ends_with("[possible values: rx, echo]"),
+            "{}",
+            usage_line(&e)
+        );
+        let e = Demo::try_parse_from(["demo", "--size", "x"]).unwrap_err();
+        assert!(usage_line(&e).contains("--size"), "{}", usage_line(&e));
+    }
+}
