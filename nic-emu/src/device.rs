@@ -266,7 +266,7 @@ fn run_engine(
     stats_path: PathBuf,
 ) -> Engine {
     if let Some(c) = opts.core {
-        if !core_pin(c) {
+        if !crate::cores::pin_current(c) {
             eprintln!("nic-emu: could not pin the engine to core {c}; running unpinned");
         }
     }
@@ -321,19 +321,6 @@ fn write_stats(e: &Engine, path: &Path) {
         if std::fs::write(&tmp, s).is_ok() {
             let _ = std::fs::rename(&tmp, path);
         }
-    }
-}
-
-fn core_pin(core: usize) -> bool {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside
-    // it; sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if core >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return false;
-        }
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
     }
 }
 

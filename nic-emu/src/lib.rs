@@ -19,6 +19,7 @@
 
 pub mod args;
 pub mod config;
+pub mod cores;
 pub mod counters;
 pub mod device;
 pub mod engine;

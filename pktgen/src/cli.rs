@@ -393,41 +393,8 @@ pub fn check_stamp_fits(offset: u8, min_len: usize) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Cores a thread can be pinned to at all: libc's `cpu_set_t` has this
-/// many bits, and `CPU_SET` panics for a larger core number.
-pub const CPU_SET_SIZE: usize = 1024;
-
-/// The cores this process may run on (its affinity mask), sorted; empty if
-/// they cannot be listed.
-pub fn usable_cores() -> Vec<usize> {
-    let mut v: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// `cores` (sorted) as ranges: `0-3,8,10-11`.
-fn core_list(cores: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cores.len() {
-        let mut j = i;
-        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            cores[i].to_string()
-        } else {
-            format!("{}-{}", cores[i], cores[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
+use nic_emu::cores::core_list;
+pub use nic_emu::cores::{usable_cores, CPU_SET_SIZE};
 
 /// Checks `--core`: the transmit thread goes to `core` and, unless
 /// `single_core`, the receive thread to `core + 1`; both must be among

@@ -458,10 +458,7 @@ fn flush_rx(dev: &mut Device) -> Result<(), RunError> {
 
 fn pin(core: Option<usize>) {
     if let Some(id) = core {
-        // libc's CPU_SET panics beyond its set; such a core cannot exist.
-        if id >= crate::cli::CPU_SET_SIZE
-            || !core_affinity::set_for_current(core_affinity::CoreId { id })
-        {
+        if !nic_emu::cores::pin_current(id) {
             eprintln!("pktgen: could not pin a thread to core {id}; running unpinned");
         }
     }
