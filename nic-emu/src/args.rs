@@ -4,13 +4,19 @@
 
 use clap::Parser;
 
-/// Parses the process's arguments as `P`. Help and version requests print
-/// as clap prints them and exit 0; a usage error prints
-/// `<program>: <message>` and exits with status 2.
+/// Parses the process's arguments as `P`. Help and version requests (and a
+/// missing subcommand, which clap answers with the help) print as clap
+/// prints them; a usage error prints `<program>: <message>` on one line and
+/// exits with status 2.
 pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     match P::try_parse() {
         Ok(p) => p,
-        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
         Err(e) => {
             eprintln!("{program}: {}", usage_line(&e));
             std::process::exit(2)
@@ -18,21 +24,19 @@ pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     }
 }
 
-/// The first non-empty line of a clap error, without its `error: ` prefix,
-/// followed by the accepted values when clap lists them.
+/// A clap error's message on one line: its first paragraph (the message and
+/// what clap lists under it: accepted values, missing arguments), without
+/// the `error: ` prefix, the usage block and hints.
 pub fn usage_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let mut line = lines
-        .next()
-        .unwrap_or("")
+    text.lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
         .trim_start_matches("error: ")
-        .to_string();
-    if let Some(values) = lines.find(|l| l.starts_with("[possible values:")) {
-        line.push(' ');
-        line.push_str(values);
-    }
-    line
+        .to_string()
 }
 
 #[cfg(test)]
@@ -55,11 +59,11 @@ mod tests {
 
     #[test]
     fn usage_errors_become_one_line() {
-        for argv in [
-            vec!["demo", "--size", "70000"],
-            vec!["demo", "--size", "64", "--sizes", "1,2"],
-            vec!["demo", "--bogus"],
-            vec!["demo"],
+        for (argv, names) in [
+            (vec!["demo", "--size", "70000"], "--size"),
+            (vec!["demo", "--size", "64", "--sizes", "1,2"], "--sizes"),
+            (vec!["demo", "--bogus"], "--bogus"),
+            (vec!["demo"], "--size"),
         ] {
             let e = Demo::try_parse_from(&argv).expect_err("bad arguments");
             let line = usage_line(&e);
@@ -68,6 +72,11 @@ mod tests {
                 "{argv:?}: {line:?}"
             );
             assert!(!line.starts_with("error:"), "{line}");
+            assert!(line.contains(names), "{argv:?}: {line:?} names no {names}");
+            assert!(
+                !line.contains("Usage") && !line.contains("--help"),
+                "{line}"
+            );
             assert!(
                 e.render().to_string().lines().count() > 1,
                 "clap's own text is longer"

@@ -351,11 +351,7 @@ impl CliError {
     /// The error as one line, without clap's usage and hints.
     pub fn message(&self) -> String {
         match self {
-            CliError::Usage(e) => {
-                let text = e.render().to_string();
-                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                line.trim_start_matches("error: ").trim().to_string()
-            }
+            CliError::Usage(e) => nic_emu::args::usage_line(e),
             CliError::Invalid(e) => e.to_string(),
         }
     }
