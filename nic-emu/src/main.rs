@@ -28,23 +28,27 @@ enum Cmd {
         /// Device name; applications attach to it by this name.
         #[arg(long, default_value = "enso0")]
         name: String,
-        /// Directory holding the device directory.
+        /// Existing directory in which the device directory is made.
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
-        /// Port wiring, one per port: null, loopback, cable:N,
-        /// generator[:size=64,flows=N,pps=R,count=N,kinds=ipv4/ipv6/raw,inflight=N].
+        /// Port wiring, one per port: null, loopback, cable:N[:delay=NS]
+        /// (delay at most 1e9 ns),
+        /// generator[:size=64,flows=N,pps=R,count=N,inflight=N,burst=1..4096,kinds=ipv4/ipv6/raw,echo=N,verify=full|seq]
+        /// (flows, count and
+        /// inflight at least 1, pps finite and above 0).
         #[arg(long = "port", default_value = "loopback")]
         ports: Vec<String>,
         /// Bytes per pipe (power of two).
         #[arg(long, default_value_t = 2 << 20)]
         pipe_size: usize,
-        /// Entries per notification ring (power of two).
+        /// Entries per notification ring (power of two; the rings and one pipe
+        /// must fit in the largest DMA region the device accepts).
         #[arg(long, default_value_t = 16384)]
         notif_entries: u32,
         /// reactive, per-packet or reactive-prefetch.
         #[arg(long, default_value = "reactive")]
         mode: NotificationMode,
-        /// Emulated one-way interconnect latency (ns).
+        /// Emulated one-way interconnect latency (ns, at most 1e9).
         #[arg(long, default_value_t = 0)]
         latency_ns: u64,
         /// While saturated, apply posted register writes after this many
@@ -95,7 +99,7 @@ fn check_duration_s(s: f64) -> Result<Duration, String> {
         Ok(Duration::from_secs_f64(s))
     } else {
         Err(format!(
-            "--duration-s {s}: must be a number of seconds above 0 and at most {MAX_SECONDS:e}"
+            "--duration-s {s:?}: must be a number of seconds above 0 and at most {MAX_SECONDS:e}"
         ))
     }
 }
@@ -109,7 +113,7 @@ fn check_progress_s(s: f64) -> Result<Option<Duration>, String> {
         Ok(Some(Duration::from_secs_f64(s)))
     } else {
         Err(format!(
-            "--progress-s {s}: must be 0 (no progress lines) or a number of seconds above 0 and at most {MAX_SECONDS:e}"
+            "--progress-s {s:?}: must be 0 (no progress lines) or a number of seconds above 0 and at most {MAX_SECONDS:e}"
         ))
     }
 }
