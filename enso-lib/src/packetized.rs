@@ -390,13 +390,16 @@ impl Device {
     /// The frame bytes of a buffer.
     #[inline]
     pub fn mbuf_data(&self, m: &Mbuf) -> &[u8] {
-        debug_assert!(m.idx < self.pkt.pool_len && m.len as usize <= desc::BUF_SIZE);
+        // A buffer of another device's (bigger) pool would lie outside this
+        // one: refused like an out-of-range index (one compare).
+        assert!(m.idx < self.pkt.pool_len, "an Mbuf of another device");
+        debug_assert!(m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
-        // SAFETY: `m` came from this pool (its index is below the pool size
-        // and is checked by its tag on every send), its length is at most
-        // the buffer size (`alloc_mbuf` and `set_len` clamp it, `rx_burst`
-        // refuses longer write-backs), so the bytes lie inside the region;
-        // the application owns the buffer while it holds `m`.
+        // SAFETY: the index is below this pool's size (asserted above), and
+        // the length is at most the buffer size (only this module makes an
+        // Mbuf: `alloc_mbuf` and `set_len` clamp it, `rx_burst` refuses
+        // longer write-backs), so the bytes lie inside the region; the
+        // application owns the buffer while it holds `m`.
         unsafe { std::slice::from_raw_parts(self.region_ptr().add(off), m.len as usize) }
     }
 
@@ -404,7 +407,8 @@ impl Device {
     /// after [`Mbuf::set_len`]).
     #[inline]
     pub fn mbuf_data_mut(&mut self, m: &mut Mbuf) -> &mut [u8] {
-        debug_assert!(m.idx < self.pkt.pool_len && m.len as usize <= desc::BUF_SIZE);
+        assert!(m.idx < self.pkt.pool_len, "an Mbuf of another device");
+        debug_assert!(m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
         // SAFETY: as `mbuf_data`; `&mut Mbuf` is the only handle to it.
         unsafe { std::slice::from_raw_parts_mut(self.region_ptr().add(off), m.len as usize) }
