@@ -39,7 +39,8 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     passes: u64,
     /// Rate limit on the port, Gb/s of frames (the NIC's limiter, in
-    /// steps of 0.01024 Gb/s); without it the port is unlimited.
+    /// steps of 0.0001024 Gb/s), cleared when the client exits; without it
+    /// the port's setting is left as it is.
     #[arg(long, allow_negative_numbers = true)]
     gbps: Option<f64>,
 }
@@ -52,17 +53,18 @@ const MAX_GBPS: f64 = 400.0;
 /// 200 MHz: 64 B x 8 x 200e6 x num / den = 102.4 Gb/s x num / den.
 const LIMITER_GBPS: f64 = 102.4;
 /// The `den` used: rates are multiples of 102.4 Gb/s / LIMITER_DEN.
-const LIMITER_DEN: u32 = 10_000;
+const LIMITER_DEN: u32 = 1_000_000;
 /// Lowest --gbps: one flit every LIMITER_DEN cycles.
 const MIN_GBPS: f64 = LIMITER_GBPS / LIMITER_DEN as f64;
 
 /// The limiter setting `(num, den)` for `gbps`, which must be one the
 /// limiter can express (and at most [`MAX_GBPS`]).
 fn rate_limit(gbps: f64) -> CliResult<(u32, u32)> {
-    // NaN fails the range test too.
-    if !(MIN_GBPS..=MAX_GBPS).contains(&gbps) {
+    // NaN fails the range test too; the lower end allows for the rounding
+    // of MIN_GBPS itself (102.4 / 1e6 is not exact in binary).
+    if !(MIN_GBPS * (1.0 - 1e-9)..=MAX_GBPS).contains(&gbps) {
         return Err(format!(
-            "--gbps must be in {MIN_GBPS}..={MAX_GBPS} (the limiter's steps are \
+            "--gbps must be in {MIN_GBPS:.7}..={MAX_GBPS} (the limiter's steps are \
              1/{LIMITER_DEN} of {LIMITER_GBPS} Gb/s), not {gbps}"
         )
         .into());
@@ -105,9 +107,11 @@ fn run(a: Args) -> CliResult<()> {
         ..Default::default()
     })?;
     let port = a.connect.port;
-    // Set either way: without --gbps the port runs unlimited, whatever an
-    // earlier client left set.
-    dev.set_rate_limit(port, limit)?;
+    // Only with --gbps: without it the port's setting (another tool's, an
+    // operator's) is left alone.
+    if limit.is_some() {
+        dev.set_rate_limit(port, limit)?;
+    }
     let mut c = PipeClient::new(dev, port, false)?;
     let sent = send(&a, &mut c, text);
     // The limit belongs to the port, not to this client: leave it
@@ -221,14 +225,18 @@ mod tests {
 
     #[test]
     fn rates_the_limiter_cannot_express_are_refused() {
-        assert_eq!(check(&["--gbps", "102.4"]), Ok(Some((10_000, 10_000))));
-        assert_eq!(check(&["--gbps", "10"]), Ok(Some((977, 10_000))));
-        assert_eq!(check(&["--gbps", "0.01024"]), Ok(Some((1, 10_000))));
-        assert_eq!(check(&["--gbps", "400"]), Ok(Some((39_063, 10_000))));
-        for g in ["0.000001", "0.01", "0", "-5", "400.5", "NaN", "inf"] {
+        assert_eq!(
+            check(&["--gbps", "102.4"]),
+            Ok(Some((1_000_000, 1_000_000)))
+        );
+        assert_eq!(check(&["--gbps", "10"]), Ok(Some((97_656, 1_000_000))));
+        assert_eq!(check(&["--gbps", "0.0001024"]), Ok(Some((1, 1_000_000))));
+        assert_eq!(check(&["--gbps", "0.001"]), Ok(Some((10, 1_000_000))));
+        assert_eq!(check(&["--gbps", "400"]), Ok(Some((3_906_250, 1_000_000))));
+        for g in ["0.000001", "0.0001", "0", "-5", "400.5", "NaN", "inf"] {
             let e = check(&["--gbps", g]).unwrap_err();
             assert!(
-                e.starts_with("--gbps must be in 0.01024..=400 (the limiter's steps are 1/10000 of 102.4 Gb/s), not "),
+                e.starts_with("--gbps must be in 0.0001024..=400 (the limiter's steps are 1/1000000 of 102.4 Gb/s), not "),
                 "{g}: {e}"
             );
         }
