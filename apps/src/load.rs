@@ -47,8 +47,9 @@ pub enum LoadError {
     Window(usize),
 }
 
-/// Most request frames a [`KvLoadClient`] keeps in flight. Far more than
-/// the responses an RX pipe holds; its tables of requests in flight stay
+/// Most request frames a [`KvLoadClient`] keeps in flight: half of what a
+/// 2 MiB RX pipe holds in one-flit responses, so the responses to a full
+/// window fit in the client's pipe; its tables of requests in flight stay
 /// below 40 MiB even with the largest batches.
 pub const MAX_WINDOW_FRAMES: usize = 1 << 14;
 

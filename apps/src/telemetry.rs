@@ -129,6 +129,10 @@ impl NitroConfig {
     }
 }
 
+/// Smallest sampling probability: below ~1e-16, `1 - p` rounds to 1, the
+/// geometric gaps become infinite and every slot would be sampled.
+pub const MIN_PROBABILITY: f64 = 1e-9;
+
 /// The configuration is unusable.
 #[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
 pub enum NitroConfigError {
@@ -148,8 +152,8 @@ pub enum NitroConfigError {
         /// Counters per row asked for.
         width: usize,
     },
-    /// Probability outside (0, 1].
-    #[error("sampling probability {0} is outside (0, 1]")]
+    /// Probability outside [MIN_PROBABILITY, 1].
+    #[error("sampling probability {0} is outside [{MIN_PROBABILITY:e}, 1]")]
     BadProbability(f64),
     /// Heavy-hitter table size outside 1..=MAX_TOP_K.
     #[error("top-k {0} is outside 1..={MAX_TOP_K}")]
@@ -312,7 +316,7 @@ impl NitroSketch {
             });
         }
         let p = config.probability;
-        if !(p > 0.0 && p <= 1.0) {
+        if !(MIN_PROBABILITY..=1.0).contains(&p) {
             return Err(NitroConfigError::BadProbability(p));
         }
         if config.top_k == 0 || config.top_k > MAX_TOP_K {

@@ -517,6 +517,19 @@ fn configuration_is_validated() {
         }),
         NitroConfigError::BadProbability(1.5)
     );
+    // So small that 1 - p is 1: the gaps would be infinite.
+    assert_eq!(
+        bad(NitroConfig {
+            probability: 1e-17,
+            ..ok
+        }),
+        NitroConfigError::BadProbability(1e-17)
+    );
+    assert!(NitroSketch::new(&NitroConfig {
+        probability: MIN_PROBABILITY,
+        ..ok
+    })
+    .is_ok());
     assert_eq!(
         bad(NitroConfig { top_k: 0, ..ok }),
         NitroConfigError::BadTopK(0)
