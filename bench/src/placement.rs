@@ -92,14 +92,7 @@ impl fmt::Display for PlacementError {
 impl std::error::Error for PlacementError {}
 
 fn available_cores() -> Vec<usize> {
-    let mut ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
+    nic_emu::cores::usable_cores()
 }
 
 impl Placement {

@@ -67,7 +67,10 @@ pub(crate) fn check_out(out: &Option<PathBuf>) -> Result<(), String> {
     }
     // Whether a directory can be made there: what writing the results
     // needs. The probe is removed at once.
-    let probe = at.join(format!(".bench-out-check-{}", std::process::id()));
+    // Named by process and call, so checks running at once (tests) differ.
+    static CHECKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CHECKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = at.join(format!(".bench-out-check-{}-{n}", std::process::id()));
     std::fs::create_dir(&probe).map_err(|e| {
         format!(
             "--out {}: cannot write in {}: {e}",
