@@ -62,25 +62,13 @@ pub struct ServeArgs {
 /// A command-line error: one line, exit status 1.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// Longest time a seconds flag accepts (about 31 years). Far longer values
-/// would overflow a [`Duration`] (which panics), and no run lasts that long.
-pub const MAX_SECONDS: f64 = 1e9;
+pub use nic_emu::args::MAX_SECONDS;
 
 /// Checks the value `v` of the seconds flag `flag`: at most
 /// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
 /// infinities are refused.
 pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> CliResult<Duration> {
-    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
-    // Every comparison with NaN is false, so NaN fails here too.
-    if !(low_ok && v <= MAX_SECONDS) {
-        let what = if zero_ok { "0 or more" } else { "above 0" };
-        // `{:?}` keeps huge values short (1e300, not 301 digits).
-        return Err(format!(
-            "{flag} must be {what} and at most {MAX_SECONDS:e} seconds, not {v:?}"
-        )
-        .into());
-    }
-    Ok(Duration::from_secs_f64(v))
+    Ok(nic_emu::args::seconds(flag, v, zero_ok)?)
 }
 
 /// Checks the value `v` of the flag `flag`: within `range`.

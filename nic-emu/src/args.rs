@@ -2,7 +2,29 @@
 //! one line on stderr (clap's message without its usage block and hints),
 //! so every binary reports bad arguments the same way.
 
+use std::time::Duration;
+
 use clap::Parser;
+
+/// Longest time a seconds flag accepts (about 31 years). Far longer values
+/// would overflow a [`Duration`] (which panics), and no run lasts that long.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// Checks the value `v` of the seconds flag `flag`: at most
+/// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
+/// infinities are refused.
+pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
+    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
+    // Every comparison with NaN is false, so NaN fails here too.
+    if !(low_ok && v <= MAX_SECONDS) {
+        let what = if zero_ok { "0 or more" } else { "above 0" };
+        // `{:?}` keeps huge values short (1e300, not 301 digits).
+        return Err(format!(
+            "{flag} must be {what} and at most {MAX_SECONDS:e} seconds, not {v:?}"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
 
 /// Parses the process's arguments as `P`. Help and version requests (and a
 /// missing subcommand, which clap answers with the help) print as clap

@@ -85,37 +85,21 @@ enum Cmd {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Longest `--duration-s` and `--progress-s` (about 31 years).
-const MAX_SECONDS: f64 = 1e9;
-
 /// How long a stop may take before the device directory is removed without
 /// the engine's final counters (a step takes microseconds).
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Checks `--duration-s`: a number of seconds above 0, at most
-/// [`MAX_SECONDS`].
+/// Checks `--duration-s`: a number of seconds above 0 (see
+/// [`nic_emu::args::seconds`]).
 fn check_duration_s(s: f64) -> Result<Duration, String> {
-    if s > 0.0 && s <= MAX_SECONDS {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(format!(
-            "--duration-s {s:?}: must be a number of seconds above 0 and at most {MAX_SECONDS:e}"
-        ))
-    }
+    nic_emu::args::seconds("--duration-s", s, false)
 }
 
 /// Checks `--progress-s`: 0 (no progress lines) or a number of seconds
-/// above 0, at most [`MAX_SECONDS`].
+/// above 0.
 fn check_progress_s(s: f64) -> Result<Option<Duration>, String> {
-    if s == 0.0 {
-        Ok(None)
-    } else if s > 0.0 && s <= MAX_SECONDS {
-        Ok(Some(Duration::from_secs_f64(s)))
-    } else {
-        Err(format!(
-            "--progress-s {s:?}: must be 0 (no progress lines) or a number of seconds above 0 and at most {MAX_SECONDS:e}"
-        ))
-    }
+    let d = nic_emu::args::seconds("--progress-s", s, true)?;
+    Ok((!d.is_zero()).then_some(d))
 }
 
 extern "C" fn on_signal(_: libc::c_int) {
