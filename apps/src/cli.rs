@@ -95,13 +95,8 @@ pub use nic_emu::cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};
 /// Pinning to any other core fails (or, at [`CPU_SET_SIZE`] and above,
 /// panics).
 pub fn check_core(flag: &str, core: usize, usable: &[usize]) -> CliResult<()> {
-    let ok = core < CPU_SET_SIZE && (usable.is_empty() || usable.contains(&core));
-    if !ok {
-        let have = if usable.is_empty() {
-            format!("0-{}", CPU_SET_SIZE - 1)
-        } else {
-            core_list(usable)
-        };
+    if !nic_emu::cores::can_pin(core, usable) {
+        let have = nic_emu::cores::pinnable_list(usable);
         return Err(
             format!("{flag} {core} is not a core this process can run on (cores: {have})").into(),
         );

@@ -38,6 +38,21 @@ pub fn core_list(cores: &[usize]) -> String {
     parts.join(",")
 }
 
+/// Whether a thread can be pinned to `core`: one of `usable` (from
+/// [`usable_cores`]), or, if that list is empty, below [`CPU_SET_SIZE`].
+pub fn can_pin(core: usize, usable: &[usize]) -> bool {
+    core < CPU_SET_SIZE && (usable.is_empty() || usable.contains(&core))
+}
+
+/// The cores [`can_pin`] accepts, as ranges (for messages).
+pub fn pinnable_list(usable: &[usize]) -> String {
+    if usable.is_empty() {
+        format!("0-{}", CPU_SET_SIZE - 1)
+    } else {
+        core_list(usable)
+    }
+}
+
 /// Pins the calling thread to `core`; false if that failed. A core number
 /// of [`CPU_SET_SIZE`] or more fails here instead of panicking in libc's
 /// `CPU_SET`.

@@ -389,7 +389,6 @@ pub fn check_stamp_fits(offset: u8, min_len: usize) -> Result<(), ConfigError> {
     Ok(())
 }
 
-use nic_emu::cores::core_list;
 pub use nic_emu::cores::{usable_cores, CPU_SET_SIZE};
 
 /// Checks `--core`: the transmit thread goes to `core` and, unless
@@ -397,12 +396,8 @@ pub use nic_emu::cores::{usable_cores, CPU_SET_SIZE};
 /// `usable` (from [`usable_cores`]; if that is empty, below
 /// [`CPU_SET_SIZE`]).
 pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(), ConfigError> {
-    let ok = |c: usize| c < CPU_SET_SIZE && (usable.is_empty() || usable.contains(&c));
-    let have = if usable.is_empty() {
-        format!("0-{}", CPU_SET_SIZE - 1)
-    } else {
-        core_list(usable)
-    };
+    let ok = |c: usize| nic_emu::cores::can_pin(c, usable);
+    let have = nic_emu::cores::pinnable_list(usable);
     if !ok(core) {
         return Err(ConfigError::Core(format!(
             "--core {core} is not a core this process can run on (cores: {have})"
@@ -665,6 +660,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 mod tests {
     use super::*;
     use crate::rate::RateLimit;
+    use nic_emu::cores::core_list;
     use std::io::Write as _;
 
     fn run(args: &[&str]) -> Result<Config, CliError> {
