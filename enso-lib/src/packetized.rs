@@ -395,10 +395,11 @@ impl Device {
         assert!(m.idx < self.pkt.pool_len, "an Mbuf of another device");
         debug_assert!(m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
-        // SAFETY: the index is below this pool's size (asserted above), and
-        // the length is at most the buffer size (only this module makes an
-        // Mbuf: `alloc_mbuf` and `set_len` clamp it, `rx_burst` refuses
-        // longer write-backs), so the bytes lie inside the region; the
+        // The index is below this pool's size (asserted above) and the
+        // length at most the buffer size (only this module makes an Mbuf:
+        // `alloc_mbuf` and `set_len` clamp it, `rx_burst` refuses longer
+        // write-backs).
+        // SAFETY: by the above the bytes lie inside the region; the
         // application owns the buffer while it holds `m`.
         unsafe { std::slice::from_raw_parts(self.region_ptr().add(off), m.len as usize) }
     }
