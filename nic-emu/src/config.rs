@@ -170,6 +170,53 @@ pub struct GeneratorConfig {
     /// record round-trip times of the frames that come back.
     #[serde(default)]
     pub timestamps: bool,
+    /// Send these frames, in order and over and over, instead of test
+    /// frames (`sizes`, `kinds` and `flows` are then unused): a captured or
+    /// prepared workload, e.g. a log cut into UDP packets or a request
+    /// trace. Frames that come back are counted as returned, not checked.
+    /// Set through the API only (not serialized).
+    #[serde(skip)]
+    pub replay: Option<ReplayFrames>,
+}
+
+/// Frames a generator replays (see [`GeneratorConfig::replay`]); cheap to
+/// clone (shared).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReplayFrames(std::sync::Arc<[Box<[u8]>]>);
+
+impl ReplayFrames {
+    /// The frames, checked: at least one, each a whole Ethernet frame of
+    /// [`crate::wire::MIN_FRAME`]..=[`crate::wire::MAX_FRAME`] bytes (without FCS).
+    pub fn new(frames: Vec<Box<[u8]>>) -> Result<Self, String> {
+        if frames.is_empty() {
+            return Err("replay without frames".into());
+        }
+        if let Some((i, f)) = frames
+            .iter()
+            .enumerate()
+            .find(|(_, f)| !(crate::wire::MIN_FRAME..=crate::wire::MAX_FRAME).contains(&f.len()))
+        {
+            return Err(format!(
+                "replay frame {i}: {} bytes, not in {}..={}",
+                f.len(),
+                crate::wire::MIN_FRAME,
+                crate::wire::MAX_FRAME
+            ));
+        }
+        Ok(Self(frames.into()))
+    }
+
+    /// The frames, in sending order.
+    pub fn frames(&self) -> &[Box<[u8]>] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ReplayFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bytes: usize = self.0.iter().map(|b| b.len()).sum();
+        write!(f, "ReplayFrames({} frames, {bytes} bytes)", self.0.len())
+    }
 }
 
 impl Default for GeneratorConfig {
@@ -187,6 +234,7 @@ impl Default for GeneratorConfig {
             stream: 0,
             paused: false,
             timestamps: false,
+            replay: None,
         }
     }
 }
@@ -212,6 +260,9 @@ impl GeneratorConfig {
         }
         if let Some(r) = self.rate_pps {
             check_rate_pps(r)?;
+        }
+        if self.replay.is_some() && self.timestamps {
+            return Err("generator timestamps need its own test frames, not replayed ones".into());
         }
         Ok(())
     }

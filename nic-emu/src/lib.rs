@@ -32,7 +32,8 @@ pub mod testframe;
 pub mod wire;
 
 pub use config::{
-    DeviceConfig, GeneratorConfig, NotificationMode, SizeSpec, VerifyLevel, WireConfig,
+    DeviceConfig, GeneratorConfig, NotificationMode, ReplayFrames, SizeSpec, VerifyLevel,
+    WireConfig,
 };
 pub use counters::Stats;
 pub use device::{Nic, NicControl, RunOptions};

@@ -105,6 +105,8 @@ pub struct Generator {
     paced_base: u64,
     scratch: Box<[u8]>,
     verify_scratch: Box<[u8]>,
+    /// Index of the next replayed frame.
+    next_replay: usize,
 }
 
 const TEMPLATE_CACHE_MAX: usize = 1 << 16;
@@ -187,6 +189,7 @@ impl Generator {
             paced_base: 0,
             scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
             verify_scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
+            next_replay: 0,
             cfg,
         }
     }
@@ -277,6 +280,25 @@ impl Generator {
         let n = self.allowance(now_ns);
         if n == 0 {
             return 0;
+        }
+        if let Some(r) = &self.cfg.replay {
+            let frames = r.frames();
+            let mut i = self.next_replay;
+            let mut bytes = 0u64;
+            for _ in 0..n {
+                let f = &frames[i];
+                bytes += f.len() as u64;
+                deliver.frame(f, None);
+                i += 1;
+                if i == frames.len() {
+                    i = 0;
+                }
+            }
+            self.next_replay = i;
+            self.next_seq += n;
+            self.counters.sent += n;
+            self.counters.sent_bytes += bytes;
+            return n as usize;
         }
         if self.cfg.kinds.len() == 1
             && self.cache_sizes.len() == 1
@@ -381,6 +403,12 @@ impl Generator {
     /// Checks a frame the NIC sent back (at `now`, ns).
     #[inline(always)]
     pub fn on_return(&mut self, frame: &[u8], now: u64) {
+        if self.cfg.replay.is_some() {
+            // Replayed frames carry no sequence number to check.
+            self.counters.returned += 1;
+            self.counters.returned_bytes += frame.len() as u64;
+            return;
+        }
         let v = match self.cfg.verify {
             VerifyLevel::Full => {
                 let skip = self.rtt.is_some().then_some(TS_OFFSET..TS_OFFSET + 4);
@@ -607,6 +635,56 @@ mod tests {
         });
         assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 5);
         assert_eq!(g.emit(0, &Clock::Monotonic, |_, _| {}), 0);
+    }
+
+    #[test]
+    fn replay_sends_its_frames_in_order_over_and_over() {
+        let frames: Vec<Box<[u8]>> = (0..3u8).map(|i| vec![i; 60 + i as usize].into()).collect();
+        let replay = crate::config::ReplayFrames::new(frames.clone()).unwrap();
+        let cfg = GeneratorConfig {
+            replay: Some(replay),
+            count: Some(7),
+            burst: 2,
+            max_in_flight: Some(5),
+            ..Default::default()
+        };
+        cfg.validate().unwrap();
+        let mut g = Generator::new(cfg);
+        let mut sent: Vec<Vec<u8>> = vec![];
+        while g.emit(0, &Clock::Monotonic, |f, _| sent.push(f.to_vec())) > 0 {}
+        assert_eq!(sent.len(), 5, "the in-flight window holds");
+        for f in &sent[..4] {
+            g.on_return(f, 0);
+        }
+        while g.emit(0, &Clock::Monotonic, |f, _| sent.push(f.to_vec())) > 0 {}
+        let order: Vec<u8> = sent.iter().map(|f| f[0]).collect();
+        assert_eq!(
+            order,
+            [0, 1, 2, 0, 1, 2, 0],
+            "in order, wrapping, up to the count"
+        );
+        assert!(sent.iter().all(|f| f.len() == 60 + f[0] as usize));
+        assert!(g.finished());
+        assert_eq!((g.counters.sent, g.counters.returned), (7, 4));
+        assert_eq!(
+            g.counters.sent_bytes,
+            sent.iter().map(|f| f.len() as u64).sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn replay_refuses_bad_frames_and_timestamps() {
+        use crate::config::ReplayFrames;
+        assert!(ReplayFrames::new(vec![]).is_err());
+        let e = ReplayFrames::new(vec![vec![0u8; 60].into(), vec![0u8; 13].into()]).unwrap_err();
+        assert!(e.contains("replay frame 1: 13 bytes"), "{e}");
+        assert!(ReplayFrames::new(vec![vec![0u8; MAX_FRAME + 1].into()]).is_err());
+        let cfg = GeneratorConfig {
+            replay: Some(ReplayFrames::new(vec![vec![0u8; 60].into()]).unwrap()),
+            timestamps: true,
+            ..Default::default()
+        };
+        assert!(cfg.validate().is_err());
     }
 
     #[test]
