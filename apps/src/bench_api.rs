@@ -12,10 +12,10 @@
 //! | Maglev | the NIC's built-in generator (closed loop, `generator_window` frames in flight); rewritten frames go back to it | packets |
 //! | telemetry | the built-in generator, open loop (as fast as the engine makes frames; the surplus is dropped at the pipe or ring and counted in `nic_drops`) | packets |
 //! | KV | [`KvLoadClient`] on a second port cabled to the server's (closed loop of `kv_window` request frames, after a preload of every key) | requests |
-//! | log monitor | [`LogSource`] on a second port cabled to the monitor's (a seeded log, repeated, cut into `log_payload`-byte UDP payloads; lines split across packets) | packets (and Gb/s of log text) |
+//! | log monitor | a seeded log cut into `log_payload`-byte UDP payloads (lines split across packets, as [`LogSource`] cuts them): by default replayed by the built-in generator, open loop like telemetry ([`LogLoad::Generator`]); or sent by a [`LogSource`] client on a second port cabled to the monitor's, with a credit window ([`LogLoad::Client`]) | packets (and Gb/s of log text) |
 //!
-//! The KV and log-monitor clients need a thread of their own to be out of
-//! the way; with [`TrialOptions::client_core`] unset (the default, for
+//! The KV client, and the log client when chosen, need a thread of their
+//! own to be out of the way; with [`TrialOptions::client_core`] unset (the default, for
 //! 2-core machines) the client is polled on the application's thread
 //! between application polls. The application's busy time excludes the
 //! client's, so `app_busy_ns_per_unit` is the application's own cost, but
@@ -162,6 +162,36 @@ pub struct TrialOptions {
     /// Log monitor: the services whose built-in patterns are matched (see
     /// [`crate::logmon::SERVICES`]); empty for all of them.
     pub log_services: Vec<String>,
+    /// Log monitor: where the log comes from.
+    pub log_load: LogLoad,
+}
+
+/// Where the log monitor's traffic comes from.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLoad {
+    /// The NIC's built-in generator replays the log cut into packets, as
+    /// for Maglev and telemetry: the application has its core to itself.
+    /// Open loop: what the application cannot take is dropped at the pipe
+    /// or ring and counted (`nic_drops`); the monitor then sees a log with
+    /// whole packets missing, which changes match counts, not the rate.
+    #[default]
+    Generator,
+    /// A client sends the log through a TX pipe on a second port cabled to
+    /// the monitor's, with a credit window (nothing dropped). Without
+    /// `client_core` it is polled on the application's core, so the rate is
+    /// a lower bound for the application alone.
+    Client,
 }
 
 impl Default for TrialOptions {
@@ -195,6 +225,7 @@ impl Default for TrialOptions {
             log_window: 512,
             log_stream: true,
             log_services: Vec::new(),
+            log_load: LogLoad::Generator,
         }
     }
 }
@@ -277,7 +308,7 @@ pub fn run_trial(
     opts: &TrialOptions,
 ) -> Result<TrialResult, TrialError> {
     let pipes = opts.pipes.max(1);
-    let cfg = device_config(app, iface, opts);
+    let cfg = device_config(app, iface, opts)?;
     let nic = Nic::start(
         cfg,
         RunOptions {
@@ -306,7 +337,11 @@ pub fn run_trial(
     Ok(r)
 }
 
-fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceConfig {
+fn device_config(
+    app: AppKind,
+    iface: Interface,
+    opts: &TrialOptions,
+) -> Result<DeviceConfig, TrialError> {
     let name = format!(
         "apps-{app}-{iface}-{}-{}",
         std::process::id(),
@@ -321,13 +356,22 @@ fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceC
             max_in_flight: (app == AppKind::Maglev).then_some(generator_window(opts)),
             ..Default::default()
         }),
+        AppKind::Logmon if opts.log_load == LogLoad::Generator => {
+            WireConfig::Generator(GeneratorConfig {
+                verify: VerifyLevel::Sequence,
+                paused: true,
+                replay: Some(log_frames(opts)?),
+                ..Default::default()
+            })
+        }
         AppKind::Kv | AppKind::Logmon => WireConfig::Cable {
             peer: 1,
             delay_ns: 0,
         },
     };
+    let cabled = matches!(wire, WireConfig::Cable { .. });
     let mut cfg = DeviceConfig::new(name, wire);
-    if matches!(app, AppKind::Kv | AppKind::Logmon) {
+    if cabled {
         cfg.ports.push(WireConfig::Cable {
             peer: 0,
             delay_ns: 0,
@@ -338,7 +382,26 @@ fn device_config(app: AppKind, iface: Interface, opts: &TrialOptions) -> DeviceC
     }
     cfg.notification_mode = opts.notification_mode;
     let _ = iface;
-    cfg
+    Ok(cfg)
+}
+
+/// The log monitor's log, cut into the frames the log client would send
+/// (one pass; the generator repeats them).
+fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
+    let mut src = LogSource::new(
+        generate_log(1, opts.log_bytes.max(1)),
+        opts.log_payload,
+        false,
+    );
+    let mut buf = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut frames = Vec::new();
+    while let Some(n) = src
+        .next_frame(&mut buf)
+        .map_err(|e| TrialError::Config(e.to_string()))?
+    {
+        frames.push(buf[..n].into());
+    }
+    nic_emu::ReplayFrames::new(frames).map_err(TrialError::Config)
 }
 
 /// Descriptor ring entries of the packetized trials.
@@ -551,30 +614,33 @@ fn app_thread(
                     LogPatterns::new(&p).map_err(|e| TrialError::Config(e.to_string()))
                 })?;
             let handled = Arc::new(AtomicU64::new(0));
-            let client = LogClient {
-                pipe: PipeClient::new(Device::attach_nic(nic, client_options())?, 1, false)?,
-                src: LogSource::new(
-                    generate_log(1, opts.log_bytes.max(1)),
-                    opts.log_payload,
-                    true,
-                ),
-                handled: handled.clone(),
-                window: opts.log_window.max(1),
+            let client = match opts.log_load {
+                LogLoad::Generator => None,
+                LogLoad::Client => Some(LogClient {
+                    pipe: PipeClient::new(Device::attach_nic(nic, client_options())?, 1, false)?,
+                    src: LogSource::new(
+                        generate_log(1, opts.log_bytes.max(1)),
+                        opts.log_payload,
+                        true,
+                    ),
+                    handled: handled.clone(),
+                    window: opts.log_window.max(1),
+                }),
             };
             let progress = Some(&*handled);
             let header = UDP_PAYLOAD_OFFSET as u64;
+            let payload = opts.log_payload.clamp(1, LogSource::MAX_PAYLOAD) as u64;
             let m = if stream {
                 let mut scanner = LogScanner::new(&patterns);
                 let mut d =
                     EnsoStreamDriver::new(Device::attach_nic(nic, app_options(iface, 1, false))?);
                 d.add_fallback_stream_pipe_on(0)?;
                 wait_for_setup(nic, 1)?;
-                let payload = client.src.payload_len() as u64;
                 let counts = move |d: &dyn AppDriver<LogScanner>, _: &LogScanner| -> Counts {
                     let b = d.stats().bytes;
                     (b.div_ceil(payload), b.div_ceil(payload), b, 0)
                 };
-                measure(nic, opts, &mut d, &mut scanner, counts, client, progress)?
+                measure_log(nic, opts, &mut d, &mut scanner, counts, client, progress)?
             } else {
                 let mut mon = LogMonitor::new(&patterns);
                 let counts = move |d: &dyn AppDriver<LogMonitor>, _: &LogMonitor| -> Counts {
@@ -587,7 +653,7 @@ fn app_thread(
                             EnsoDriver::new(Device::attach_nic(nic, app_options(iface, 1, false))?);
                         add_fallback_rx_pipes(&mut d, 0, 1)?;
                         wait_for_setup(nic, 1)?;
-                        measure(nic, opts, &mut d, &mut mon, counts, client, progress)?
+                        measure_log(nic, opts, &mut d, &mut mon, counts, client, progress)?
                     }
                     Interface::Packetized => {
                         let mut d = PacketizedDriver::new(
@@ -596,16 +662,25 @@ fn app_thread(
                         );
                         d.add_rss_queues_on(0, 1)?;
                         wait_for_setup(nic, 1)?;
-                        measure(nic, opts, &mut d, &mut mon, counts, client, progress)?
+                        measure_log(nic, opts, &mut d, &mut mon, counts, client, progress)?
                     }
                 }
             };
-            (
-                m,
-                "packets",
-                client_load("log client", opts),
-                2 + u32::from(opts.client_core.is_some()),
-            )
+            match opts.log_load {
+                LogLoad::Generator => (
+                    m,
+                    "packets",
+                    "built-in generator replaying the log, open loop (the surplus is dropped and counted)"
+                        .to_string(),
+                    2,
+                ),
+                LogLoad::Client => (
+                    m,
+                    "packets",
+                    client_load("log client", opts),
+                    2 + u32::from(opts.client_core.is_some()),
+                ),
+            }
         }
     };
     let (units, packets, bytes, dropped) = m.counts;
@@ -706,6 +781,23 @@ fn measure_generator<D: AppDriver<H>, H>(
     let r = run_window(nic, opts, d, h, &counts, load);
     nic.with_engine(|e| e.set_generators_paused(true));
     r
+}
+
+/// The log monitor under its load: the client, or the NIC's generator
+/// replaying the log (`client` is `None`).
+fn measure_log<D: AppDriver<H>, H>(
+    nic: &Nic,
+    opts: &TrialOptions,
+    d: &mut D,
+    h: &mut H,
+    counts: impl Fn(&dyn AppDriver<H>, &H) -> Counts,
+    client: Option<LogClient>,
+    progress: Option<&AtomicU64>,
+) -> Result<Measured, TrialError> {
+    match client {
+        Some(c) => measure(nic, opts, d, h, counts, c, progress),
+        None => measure_generator(nic, opts, d, h, counts),
+    }
 }
 
 /// Runs the application with its client (interleaved, or on the client's

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use enso_apps::bench_api::{run_trial, AppKind, TrialError, TrialOptions};
+use enso_apps::bench_api::{run_trial, AppKind, LogLoad, TrialError, TrialOptions};
 use enso_apps::load::{LoadError, MAX_WINDOW_FRAMES};
 use enso_apps::nic::Interface;
 
@@ -38,11 +38,45 @@ fn every_app_runs_a_short_trial_on_both_interfaces() {
             if app == AppKind::Kv {
                 assert!(r.latency.is_some_and(|l| l.count > 0 && l.p50_ns > 0));
             }
-            if app != AppKind::Telemetry {
+            if matches!(app, AppKind::Maglev | AppKind::Kv) {
                 // Closed loops: the NIC never has to drop.
                 assert!(r.nic_drops.is_empty(), "{app} {iface}: {:?}", r.nic_drops);
             }
+            if app == AppKind::Logmon {
+                // The replayed log (open loop): every frame reached the
+                // port; what the monitor could not take is counted.
+                let port = &r.nic.ports[0];
+                let g = port
+                    .generator
+                    .as_ref()
+                    .expect("the generator replays the log");
+                assert_eq!(port.counters.rx_frames, g.sent);
+                let dropped: u64 = r.nic.drops().values().sum();
+                assert!(dropped < g.sent, "{dropped} of {}", g.sent);
+                assert!(r.load.contains("replaying the log"), "{}", r.load);
+            }
         }
+    }
+}
+
+#[test]
+fn the_log_monitor_also_runs_behind_a_client_without_drops() {
+    let opts = TrialOptions {
+        duration: Duration::from_millis(150),
+        warmup: Duration::from_millis(50),
+        log_bytes: 256 << 10,
+        log_load: LogLoad::Client,
+        nic_core: None,
+        app_core: None,
+        ..Default::default()
+    };
+    for iface in Interface::ALL {
+        let r = run_trial(AppKind::Logmon, iface, &opts).unwrap_or_else(|e| panic!("{iface}: {e}"));
+        assert!(r.units > 100, "{iface}: {r:?}");
+        assert!(r.load.contains("log client"), "{}", r.load);
+        // A credit window: nothing is dropped anywhere.
+        assert!(r.nic_drops.is_empty(), "{iface}: {:?}", r.nic_drops);
+        assert_eq!(r.app_dropped, 0);
     }
 }
 

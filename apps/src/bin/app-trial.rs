@@ -6,7 +6,7 @@
 //! (`enso_apps::bench_api::run_trial`).
 
 use clap::Parser;
-use enso_apps::bench_api::{run_trial, AppKind, TrialOptions, TrialResult};
+use enso_apps::bench_api::{run_trial, AppKind, LogLoad, TrialOptions, TrialResult};
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
@@ -54,6 +54,10 @@ struct Args {
     /// postfix, apache; default: all).
     #[arg(long, value_delimiter = ',')]
     log_services: Vec<String>,
+    /// Log monitor: where the log comes from (the NIC's generator replaying
+    /// it, or a client through a cabled port).
+    #[arg(long, value_enum, default_value = "generator")]
+    log_load: LogLoad,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
@@ -118,6 +122,7 @@ fn run(a: Args) -> CliResult<()> {
         kv_window: a.kv_window,
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
+        log_load: a.log_load,
         client_core: a.client_core,
         ..Default::default()
     };
@@ -179,9 +184,9 @@ fn run(a: Args) -> CliResult<()> {
     if a.client_core.is_none()
         && apps
             .iter()
-            .any(|x| matches!(x, AppKind::Kv | AppKind::Logmon))
+            .any(|x| *x == AppKind::Kv || (*x == AppKind::Logmon && a.log_load == LogLoad::Client))
     {
-        println!("KV and log monitor: the client shares the application's core (rates are lower bounds); --client-core moves it.");
+        println!("KV and log monitor behind a client: the client shares the application's core (rates are lower bounds); --client-core moves it.");
     }
     Ok(())
 }
