@@ -98,6 +98,10 @@ pub struct RigConfig {
     pub notification_mode: NotificationMode,
     /// Emulated one-way interconnect latency, ns.
     pub interconnect_latency_ns: u64,
+    /// Lines ahead of a pipe's tail the engine evicts from its own caches
+    /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
+    #[serde(default = "default_evict_ahead_lines")]
+    pub evict_ahead_lines: u32,
     /// Packetized: RX descriptor ring entries per queue.
     pub rx_ring: u32,
     /// Packetized: TX descriptor ring entries per queue.
@@ -111,6 +115,10 @@ pub struct RigConfig {
     /// The generator stamps frames and records round-trip times.
     #[serde(default)]
     pub timestamps: bool,
+}
+
+fn default_evict_ahead_lines() -> u32 {
+    nic_emu::config::DEFAULT_EVICT_AHEAD_LINES
 }
 
 impl RigConfig {
@@ -129,6 +137,7 @@ impl RigConfig {
             rate_pps: None,
             notification_mode: NotificationMode::Reactive,
             interconnect_latency_ns: 0,
+            evict_ahead_lines: default_evict_ahead_lines(),
             rx_ring: 4096,
             tx_ring: 1024,
             app_burst: 32,
@@ -154,7 +163,7 @@ impl RigConfig {
         if self.rate_pps.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
             return Err("the rate must be positive".into());
         }
-        Ok(())
+        self.device("check").validate()
     }
 
     /// The generator wired to port 0.
@@ -181,6 +190,7 @@ impl RigConfig {
         let mut cfg = DeviceConfig::new(name, WireConfig::Generator(self.generator()));
         cfg.notification_mode = self.notification_mode;
         cfg.interconnect_latency_ns = self.interconnect_latency_ns;
+        cfg.evict_ahead_lines = self.evict_ahead_lines;
         cfg
     }
 

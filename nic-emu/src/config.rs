@@ -320,6 +320,20 @@ pub struct DeviceConfig {
     /// either makes the engine look every step.
     #[serde(default = "default_register_poll_ns")]
     pub register_poll_ns: u64,
+    /// Lines (64 B) ahead of a pipe's tail that the engine evicts from its
+    /// own caches before it writes them, so that its writes, like a
+    /// device's, do not find a stale copy of their own there (0: never; a
+    /// no-op on CPUs without `clflushopt`). See the engine's `evict` module
+    /// for why.
+    #[serde(default = "default_evict_ahead_lines")]
+    pub evict_ahead_lines: u32,
+}
+
+/// Default of [`DeviceConfig::evict_ahead_lines`]: 4 KiB ahead.
+pub const DEFAULT_EVICT_AHEAD_LINES: u32 = 64;
+
+fn default_evict_ahead_lines() -> u32 {
+    DEFAULT_EVICT_AHEAD_LINES
 }
 
 /// Default of [`DeviceConfig::register_poll_flits`].
@@ -352,6 +366,7 @@ impl DeviceConfig {
             desc_writeback: 1,
             register_poll_flits: default_register_poll_flits(),
             register_poll_ns: default_register_poll_ns(),
+            evict_ahead_lines: default_evict_ahead_lines(),
         }
     }
 
@@ -390,6 +405,13 @@ impl DeviceConfig {
                 WireConfig::Generator(g) => g.validate().map_err(|e| format!("port {i}: {e}"))?,
                 _ => {}
             }
+        }
+        if self.evict_ahead_lines as usize > self.pipe_size / 64 / 2 {
+            return Err(format!(
+                "evicting {} lines ahead: at most half a pipe ({} lines)",
+                self.evict_ahead_lines,
+                self.pipe_size / 64 / 2
+            ));
         }
         if self.desc_fetch == 0 || self.desc_writeback == 0 {
             return Err("desc_fetch and desc_writeback must be at least 1".into());

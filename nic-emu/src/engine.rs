@@ -23,6 +23,7 @@ use crate::steering::{self, Fallback, FlowTable};
 use crate::wire::{self, FiveTuple, FrameError, FLIT, MAX_FRAME};
 
 mod desc;
+mod evict;
 use desc::DescQueue;
 
 /// Frames moved per port per step at most.
@@ -242,6 +243,18 @@ impl App {
             )
         };
     }
+    /// Evicts from the engine's caches the lines of the ring of `size` bytes
+    /// (a power of two) at `base` that start at ring positions in
+    /// `[from + ahead, to + ahead)` (bytes, wrapping; `to` may have wrapped
+    /// past `from`): called as the tail moves from `from` to `to`, it evicts
+    /// every line once per lap, `ahead` bytes before the tail reaches it.
+    /// See [`evict`].
+    #[inline(always)]
+    fn evict_ring(&self, base: usize, size: usize, from: usize, to: usize, ahead: usize) {
+        for p in evict::lines_ahead(size, from, to, ahead) {
+            evict::evict_line(self.region.as_ptr().wrapping_add(base + p));
+        }
+    }
     /// Copies `dst.len()` bytes from the region at `off`.
     #[inline]
     fn read(&self, off: usize, dst: &mut [u8]) {
@@ -285,6 +298,9 @@ struct Core {
     clock: Clock,
     latency: u64,
     per_packet: bool,
+    /// Bytes ahead of a pipe's tail whose lines are evicted from this
+    /// core's caches before they are written (0: off). See [`evict`].
+    evict_ahead: usize,
     pipe_flits: u32,
     pipe_size: usize,
     ring_mask: u32,
@@ -388,6 +404,11 @@ impl Engine {
             clock: Clock::Monotonic,
             latency: cfg.interconnect_latency_ns,
             per_packet: cfg.notification_mode.per_packet(),
+            evict_ahead: if evict::supported() {
+                cfg.evict_ahead_lines as usize * FLIT
+            } else {
+                0
+            },
             pipe_flits,
             pipe_size: cfg.pipe_size,
             ring_mask: cfg.notif_ring_entries - 1,
@@ -1010,7 +1031,12 @@ impl Core {
                 }
             }
         }
+        let from = pipe.tail as usize * FLIT;
         pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
+        if self.evict_ahead != 0 {
+            let to = pipe.tail as usize * FLIT;
+            app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+        }
         pcs.rx_frames += 1;
         pcs.rx_bytes += place.len as u64;
         self.frames += 1;
@@ -1103,7 +1129,12 @@ impl Core {
             payload,
             1,
         );
+        let from = pipe.tail as usize;
         pipe.tail = (pipe.tail + payload.len() as u32) & mask;
+        if self.evict_ahead != 0 {
+            let to = pipe.tail as usize;
+            app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+        }
         pcs.rx_frames += 1;
         pcs.rx_bytes += payload.len() as u64;
         self.frames += 1;

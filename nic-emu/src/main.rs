@@ -58,6 +58,12 @@ enum Cmd {
         /// ... or after this many ns, whichever comes first (0: every step).
         #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_NS)]
         register_poll_ns: u64,
+        /// Lines (64 B) ahead of a pipe's tail that the engine evicts from
+        /// its own caches before writing them (0: never; at most half a
+        /// pipe). Keeps an RX-only application from slowing the engine
+        /// when the two cores are in different core complexes.
+        #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
+        evict_ahead_lines: u32,
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
@@ -128,6 +134,7 @@ fn run(cli: Cli) -> Result<(), String> {
             latency_ns,
             register_poll_flits,
             register_poll_ns,
+            evict_ahead_lines,
             core,
             duration_s,
             json,
@@ -146,6 +153,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.interconnect_latency_ns = latency_ns;
             cfg.register_poll_flits = register_poll_flits;
             cfg.register_poll_ns = register_poll_ns;
+            cfg.evict_ahead_lines = evict_ahead_lines;
             cfg.validate()?;
             let duration = duration_s.map(check_duration_s).transpose()?;
             let progress = check_progress_s(progress_s)?;

@@ -83,6 +83,10 @@ pub(crate) struct EchoArgs {
     /// Leave the reference ring out.
     #[arg(long)]
     pub(crate) no_reference: bool,
+    /// Lines ahead of a pipe's tail the emulated NIC evicts from its own
+    /// caches before writing them (0: never); see `nic-emu run --help`.
+    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
+    pub(crate) evict_ahead_lines: u32,
     /// Write a results directory under results/.
     #[arg(long)]
     pub(crate) save: bool,
@@ -238,6 +242,7 @@ pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
             rig.flows = args.flows;
             rig.window = Some(args.window);
             rig.burst = args.burst as usize;
+            rig.evict_ahead_lines = args.evict_ahead_lines;
             EchoPlan {
                 interfaces: interfaces.clone(),
                 rig,
