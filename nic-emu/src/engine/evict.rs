@@ -14,9 +14,16 @@
 //!
 //! So the engine evicts a pipe's lines from its own caches a little before
 //! it writes them again (`clflushopt`, which neither waits nor orders
-//! ordinary stores): the write is then a miss, as a device's would be. With
-//! the vCPUs in different complexes that took the RX-only case from 7.8 to
-//! 31 Mpps; with them close it costs ~2 ns per 64 B frame.
+//! ordinary stores): the write is then a miss, as a device's would be.
+//! 16 lines (1 KiB) ahead, `bench echo` at 64 B: with the vCPUs in
+//! different complexes, rx went from 8.8-9.3 to 36-40 Mpps and the echo
+//! engine from ~58 to ~39 ns per packet; with them close, echo went from
+//! ~39 to ~35 ns and rx from ~20.5 to ~25 ns per frame (the one case it
+//! costs).
+//!
+//! The packetized interface's RX buffers are not treated so: evicting the
+//! buffer 32 descriptors ahead made that side slightly slower with the
+//! vCPUs apart (rx 5.5-5.8 vs 6.3 Mpps), and it never showed the stall.
 
 use crate::wire::FLIT;
 
