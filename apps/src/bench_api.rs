@@ -164,6 +164,9 @@ pub struct TrialOptions {
     pub log_services: Vec<String>,
     /// Log monitor: where the log comes from.
     pub log_load: LogLoad,
+    /// Lines ahead of a pipe's tail the NIC evicts from its engine's caches
+    /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
+    pub evict_ahead_lines: u32,
 }
 
 /// Where the log monitor's traffic comes from.
@@ -226,6 +229,7 @@ impl Default for TrialOptions {
             log_stream: true,
             log_services: Vec::new(),
             log_load: LogLoad::Generator,
+            evict_ahead_lines: nic_emu::config::DEFAULT_EVICT_AHEAD_LINES,
         }
     }
 }
@@ -381,6 +385,7 @@ fn device_config(
         cfg.dir = d.clone();
     }
     cfg.notification_mode = opts.notification_mode;
+    cfg.evict_ahead_lines = opts.evict_ahead_lines;
     let _ = iface;
     Ok(cfg)
 }

@@ -58,6 +58,10 @@ struct Args {
     /// it, or a client through a cabled port).
     #[arg(long, value_enum, default_value = "generator")]
     log_load: LogLoad,
+    /// Lines ahead of a pipe's tail the emulated NIC evicts from its own
+    /// caches before writing them (0: never); see `nic-emu run --help`.
+    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
+    evict_ahead_lines: u32,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
@@ -123,6 +127,7 @@ fn run(a: Args) -> CliResult<()> {
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
         log_load: a.log_load,
+        evict_ahead_lines: a.evict_ahead_lines,
         client_core: a.client_core,
         ..Default::default()
     };
