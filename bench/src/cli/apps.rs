@@ -101,7 +101,10 @@ struct AppOut {
     /// The target the issue sets for `speedup`.
     target_speedup: f64,
     load: String,
+    /// Cross-core probe before the row's trials...
     probe_rtt_ns: f64,
+    /// ...and after them (the host may move the vCPUs in between).
+    probe_after_rtt_ns: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -252,6 +255,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             }
             ratios.push(rates[0] / rates[1].max(1e-9));
         }
+        let after = probe::measure(&placement, Duration::from_millis(30));
         let [e, p] = per;
         let enso = side(&e);
         let packetized = side(&p);
@@ -267,6 +271,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             target_speedup: target(app),
             load: e[0].load.clone(),
             probe_rtt_ns: probe.rtt_ns,
+            probe_after_rtt_ns: after.rtt_ns,
             enso,
             packetized,
         });
@@ -282,6 +287,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         "packetized app ns/unit",
         "app cost ratio",
         "limited by (enso/packetized)",
+        "probe ns (before/after)",
     ]);
     for o in &outs {
         table.push([
@@ -295,10 +301,11 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             format!("{:.1}", o.packetized.app_ns_per_unit),
             format!("{:.2}", o.app_cost_speedup),
             format!("{}/{}", o.enso.bottleneck, o.packetized.bottleneck),
+            format!("{:.0}/{:.0}", o.probe_rtt_ns, o.probe_after_rtt_ns),
         ]);
     }
     let md = format!(
-        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate.\n",
+        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart).\n",
         placement.core(Side::A),
         placement.core(Side::B),
         a.rounds,
