@@ -320,11 +320,11 @@ pub struct DeviceConfig {
     /// either makes the engine look every step.
     #[serde(default = "default_register_poll_ns")]
     pub register_poll_ns: u64,
-    /// Lines (64 B) ahead of a pipe's tail that the engine evicts from its
-    /// own caches before it writes them, so that its writes, like a
-    /// device's, do not find a stale copy of their own there (0: never; a
-    /// no-op on CPUs without `clflushopt`). See the engine's `evict` module
-    /// for why.
+    /// For each single-line (64 B) frame written into a frame pipe, the
+    /// engine evicts from its own caches the pipe line this many lines
+    /// ahead, so that its write there, like a device's, does not find a
+    /// stale copy of its own (0: never; a no-op on CPUs without
+    /// `clflushopt`). See the engine's `evict` module for why and when.
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
 }

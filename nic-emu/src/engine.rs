@@ -298,8 +298,9 @@ struct Core {
     clock: Clock,
     latency: u64,
     per_packet: bool,
-    /// Bytes ahead of a pipe's tail whose lines are evicted from this
-    /// core's caches before they are written (0: off). See [`evict`].
+    /// Bytes ahead of a frame pipe's tail whose line is evicted from this
+    /// core's caches before a single-line frame is written (0: off). See
+    /// [`evict`].
     evict_ahead: usize,
     pipe_flits: u32,
     pipe_size: usize,
@@ -1033,7 +1034,8 @@ impl Core {
         }
         let from = pipe.tail as usize * FLIT;
         pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
-        if self.evict_ahead != 0 {
+        // Single-line frames only: see [`evict`] for where it pays.
+        if self.evict_ahead != 0 && place.flits == 1 {
             let to = pipe.tail as usize * FLIT;
             app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
         }
@@ -1129,12 +1131,7 @@ impl Core {
             payload,
             1,
         );
-        let from = pipe.tail as usize;
         pipe.tail = (pipe.tail + payload.len() as u32) & mask;
-        if self.evict_ahead != 0 {
-            let to = pipe.tail as usize;
-            app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
-        }
         pcs.rx_frames += 1;
         pcs.rx_bytes += payload.len() as u64;
         self.frames += 1;

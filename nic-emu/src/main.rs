@@ -58,10 +58,10 @@ enum Cmd {
         /// ... or after this many ns, whichever comes first (0: every step).
         #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_NS)]
         register_poll_ns: u64,
-        /// Lines (64 B) ahead of a pipe's tail that the engine evicts from
-        /// its own caches before writing them (0: never; at most half a
-        /// pipe). Keeps an RX-only application from slowing the engine
-        /// when the two cores are in different core complexes.
+        /// For each 64 B frame written into a pipe, evict the pipe line this
+        /// many lines ahead from the engine's own caches (0: never; at most
+        /// half a pipe). Keeps an RX-only application from stalling the
+        /// engine when the two cores are in different core complexes.
         #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
         evict_ahead_lines: u32,
         /// Pin the engine thread to this core.

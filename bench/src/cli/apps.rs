@@ -43,8 +43,9 @@ pub(crate) struct AppsArgs {
     /// are) or a client on the monitor's core with a credit window.
     #[arg(long, value_enum, default_value = "generator")]
     log_load: LogLoad,
-    /// Lines ahead of a pipe's tail the emulated NIC evicts from its own
-    /// caches before writing them (0: never); see `nic-emu run --help`.
+    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
+    /// pipe line this many lines ahead from its own caches (0: never); see
+    /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     evict_ahead_lines: u32,
     /// KV: requests per request frame (1..=32).

@@ -83,8 +83,9 @@ pub(crate) struct EchoArgs {
     /// Leave the reference ring out.
     #[arg(long)]
     pub(crate) no_reference: bool,
-    /// Lines ahead of a pipe's tail the emulated NIC evicts from its own
-    /// caches before writing them (0: never); see `nic-emu run --help`.
+    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
+    /// pipe line this many lines ahead from its own caches (0: never); see
+    /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     pub(crate) evict_ahead_lines: u32,
     /// Write a results directory under results/.

@@ -12,14 +12,23 @@
 //! instead of ~20 (7-8 Mpps), while an application that wrote each frame
 //! (so the engine's next store was a plain miss, which overlaps) did not.
 //!
-//! So the engine evicts a pipe's lines from its own caches a little before
-//! it writes them again (`clflushopt`, which neither waits nor orders
-//! ordinary stores): the write is then a miss, as a device's would be.
-//! 16 lines (1 KiB) ahead, `bench echo` at 64 B: with the vCPUs in
-//! different complexes, rx went from 8.8-9.3 to 36-40 Mpps and the echo
-//! engine from ~58 to ~39 ns per packet; with them close, echo went from
-//! ~39 to ~35 ns and rx from ~20.5 to ~25 ns per frame (the one case it
-//! costs).
+//! So, for each single-line (64 B) frame it writes into a frame pipe, the
+//! engine evicts the pipe line 16 lines (1 KiB) ahead from its own caches
+//! (`clflushopt`, which neither waits nor orders ordinary stores): when
+//! the tail gets there the write is an ordinary miss, as a device's would
+//! be. `bench echo` at 64 B: with the vCPUs in different complexes, rx went
+//! from 8.8-10 to 35-40 Mpps and the echo engine from ~42-58 to ~38 ns per
+//! packet; with them close, echo went from ~39-42 to ~35.5 ns and rx from
+//! ~20.5 to ~25 ns per frame (the one case it costs).
+//!
+//! Only single-line frames: the stall did not appear with larger ones (rx
+//! with the vCPUs apart, no eviction: 13.9 Mpps at 256 B, 4.5 at 1518 B),
+//! whose consecutive lines' misses overlap, while evicting all their lines
+//! cost a lot (echo with the vCPUs close: 18.4-18.9 -> 10.8 Mpps at 256 B,
+//! 8.5 -> 1.7 at 1518 B; evicting only each frame's first line still 13.2
+//! and 5.5). Stream pipes are not treated (their writes are not
+//! line-aligned frames). Distances of 4..=1024 lines were tried at 64 B: 16
+//! was best in both placements; 4 and 8 were much slower apart.
 //!
 //! The packetized interface's RX buffers are not treated so: evicting the
 //! buffer 32 descriptors ahead made that side slightly slower with the
