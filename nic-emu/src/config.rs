@@ -569,4 +569,24 @@ mod tests {
         cfg.max_dma_bytes = 64 << 30;
         assert_eq!(cfg.validate(), Ok(()));
     }
+
+    #[test]
+    fn eviction_distance_is_at_most_half_a_pipe() {
+        let mut cfg = DeviceConfig::new("evict", WireConfig::Loopback);
+        cfg.pipe_size = 4096; // 64 lines
+        for ok in [0, 1, 32] {
+            cfg.evict_ahead_lines = ok;
+            assert_eq!(cfg.validate(), Ok(()), "{ok}");
+        }
+        for bad in [33, u32::MAX] {
+            cfg.evict_ahead_lines = bad;
+            let e = cfg.validate().expect_err("distance beyond half a pipe");
+            assert!(e.contains("at most half a pipe (32 lines)"), "{e}");
+        }
+        // Configurations written before the setting existed get the default.
+        let mut v = serde_json::to_value(DeviceConfig::new("old", WireConfig::Loopback)).unwrap();
+        v.as_object_mut().unwrap().remove("evict_ahead_lines");
+        let back: DeviceConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(back.evict_ahead_lines, DEFAULT_EVICT_AHEAD_LINES);
+    }
 }

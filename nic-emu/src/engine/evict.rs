@@ -100,8 +100,8 @@ mod tests {
                     let to = (tail + step) % size;
                     for p in lines_ahead(size, tail, to, ahead) {
                         assert_eq!(p % FLIT, 0);
-                        // Never the line the tail is writing into, and never
-                        // more than `ahead` bytes past it.
+                        // Within `ahead` bytes past the part the tail just
+                        // covered.
                         let dist = (p + size - tail) % size;
                         assert!(dist <= ahead + step, "{p} {tail} {ahead} {step}");
                         seen[p / FLIT] += 1;
