@@ -17,7 +17,7 @@
 //! (`clflushopt`, which neither waits nor orders ordinary stores): when
 //! the tail gets there the write is an ordinary miss, as a device's would
 //! be. `bench echo` at 64 B: with the vCPUs in different complexes, rx went
-//! from 8.8-10 to 35-40 Mpps and the echo engine from ~42-58 to ~38 ns per
+//! from 8.1-10.5 to 36-37 Mpps and the echo engine from ~42-58 to ~39 ns per
 //! packet; with them close, echo went from ~39-42 to ~35.5 ns and rx from
 //! ~20.5 to ~25 ns per frame (the one case it costs).
 //!
