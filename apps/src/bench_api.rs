@@ -675,21 +675,18 @@ fn app_thread(
                     }
                 }
             };
-            match opts.log_load {
+            let (load, threads) = match opts.log_load {
                 LogLoad::Generator => (
-                    m,
-                    "packets",
                     "built-in generator replaying the log, open loop (the surplus is dropped and counted)"
                         .to_string(),
                     2,
                 ),
                 LogLoad::Client => (
-                    m,
-                    "packets",
                     client_load("log client", opts),
                     2 + u32::from(opts.client_core.is_some()),
                 ),
-            }
+            };
+            (m, "packets", load, threads)
         }
     };
     let (units, packets, bytes, dropped) = m.counts;

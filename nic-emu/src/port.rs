@@ -107,6 +107,9 @@ pub struct Generator {
     verify_scratch: Box<[u8]>,
     /// Index of the next replayed frame.
     next_replay: usize,
+    /// Each replayed frame's classification and steering memo, as a
+    /// template keeps them: the frames never change.
+    replay_pre: Vec<(Option<Classified>, SteerMemo)>,
 }
 
 const TEMPLATE_CACHE_MAX: usize = 1 << 16;
@@ -190,6 +193,12 @@ impl Generator {
             scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
             verify_scratch: vec![0u8; MAX_FRAME].into_boxed_slice(),
             next_replay: 0,
+            replay_pre: cfg.replay.as_ref().map_or_else(Vec::new, |r| {
+                r.frames()
+                    .iter()
+                    .map(|f| (crate::wire::classify_full(f).ok(), SteerMemo::default()))
+                    .collect()
+            }),
             cfg,
         }
     }
@@ -288,7 +297,8 @@ impl Generator {
             for _ in 0..n {
                 let f = &frames[i];
                 bytes += f.len() as u64;
-                deliver.frame(f, None);
+                let (class, memo) = &mut self.replay_pre[i];
+                deliver.frame(f, class.as_ref().map(|c| (c, memo)));
                 i += 1;
                 if i == frames.len() {
                     i = 0;

@@ -72,11 +72,11 @@ pub(super) fn supported() -> bool {
 /// it is dirty) without waiting for it. Only called when [`supported`].
 #[inline(always)]
 pub(super) fn evict_line(p: *const u8) {
+    // `clflushopt` is available (callers check `supported` once); it neither
+    // reads nor changes memory contents, and `p` points into a live mapping
+    // of the region (callers pass a line of a pipe), so it cannot fault.
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `clflushopt` is available (callers check `supported` once); it
-    // neither reads nor changes memory contents, and `p` points into a live
-    // mapping of the region (callers pass a line of a pipe), so it cannot
-    // fault.
+    // SAFETY: a supported instruction on a mapped address (above).
     unsafe {
         std::arch::asm!("clflushopt [{0}]", in(reg) p, options(nostack, preserves_flags));
     }
