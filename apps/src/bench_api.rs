@@ -133,8 +133,8 @@ pub struct TrialOptions {
     /// Generator flows (Maglev: 16 is the paper's "cached" workload).
     pub flows: u32,
     /// Maglev: frames in flight at most between generator and NIC (capped,
-    /// on both interfaces alike, at what the packetized RX rings hold:
-    /// `pipes` x 960).
+    /// on both interfaces alike, at what the packetized rings hold:
+    /// `pipes` x 4032).
     pub generator_window: u64,
     /// Maglev backends.
     pub maglev_backends: usize,
@@ -412,17 +412,23 @@ fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> 
 /// RX descriptor ring entries of the packetized trials (the paper's DPDK
 /// baseline used 8192; `bench echo` uses 4096).
 const RX_RING: u32 = 4096;
-/// TX descriptor ring entries of the packetized trials (the paper's: 1024).
-const TX_RING: u32 = 1024;
+/// TX descriptor ring entries of the packetized trials: as many as RX, so
+/// that Maglev's in-flight window, which both rings hold, never finds the TX
+/// ring full (the driver drops what does not fit, as DPDK applications do;
+/// with 1024 it dropped dozens of frames per trial). The paper's was 1024,
+/// with an open-loop load.
+const TX_RING: u32 = 4096;
 
 /// Maglev's in-flight window, the same on both interfaces: at most what the
 /// packetized RX rings can hold posted (a ring keeps one refill block of 32
 /// unposted), so neither interface drops for want of room.
 fn generator_window(opts: &TrialOptions) -> u64 {
     // The packetized RX ring keeps one block unposted and re-arms in blocks,
-    // so up to a block more may be waiting for a refill: leave both out.
-    let posted =
-        u64::from(opts.pipes.max(1)) * u64::from(RX_RING - 2 * enso::packetized::RX_FREE_THRESH);
+    // so up to a block more may be waiting for a refill: leave both out. The
+    // TX ring is reclaimed in blocks too.
+    use enso::packetized::{RX_FREE_THRESH, TX_RS_THRESH};
+    let per_queue = (RX_RING - 2 * RX_FREE_THRESH).min(TX_RING - 2 * TX_RS_THRESH);
+    let posted = u64::from(opts.pipes.max(1)) * u64::from(per_queue);
     opts.generator_window.clamp(1, posted)
 }
 
