@@ -959,6 +959,39 @@ impl Device {
         Ok(RxBatch { data })
     }
 
+    /// [`Device::recv`] and, in the same borrow, the free span at the end of
+    /// TX pipe `tx` (at most `max` bytes; no waiting, so it may be shorter
+    /// or empty). For applications that answer what they receive: write
+    /// the answers straight into the TX pipe while reading the requests,
+    /// then [`Device::send`] the bytes written at the start of the span.
+    pub fn recv_with_tx_span(
+        &mut self,
+        pipe: impl Into<RxPipe>,
+        tx: TxPipe,
+        max: usize,
+    ) -> Result<(RxBatch<'_>, &mut [u8]), RecvError> {
+        if tx.dev != self.uid || tx.idx as usize >= self.tx_pipes.len() {
+            return Err(RecvError::ForeignPipe);
+        }
+        self.reap_completions()?;
+        let (at, len, base) = {
+            let t = &self.tx_pipes[tx.idx as usize];
+            let free = t.size - (t.tail - t.done) as usize;
+            (
+                (t.tail % t.size as u64) as usize,
+                free.min(max),
+                t.map.as_ptr(),
+            )
+        };
+        let batch = self.take(pipe.into(), true)?;
+        // SAFETY: `at < size` and `len <= size - in flight`: inside the doubly mapped TX
+        // pipe, in bytes the NIC is not reading (completed or never sent). The TX pipe is
+        // a mapping of its own, disjoint from every RX pipe, so the span does not alias
+        // `batch`; both live only while `self` is mutably borrowed.
+        let span = unsafe { std::slice::from_raw_parts_mut(base.add(at), len) };
+        Ok((batch, span))
+    }
+
     /// Marks `bytes` of a peeked batch as consumed.
     pub fn confirm(&mut self, pipe: impl Into<RxPipe>, bytes: usize) -> Result<(), FreeError> {
         let p = self.pipe_mut(pipe.into()).ok_or(FreeError::ForeignPipe)?;

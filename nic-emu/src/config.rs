@@ -327,6 +327,18 @@ pub struct DeviceConfig {
     /// `clflushopt`). See the engine's `evict` module for why and when.
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
+    /// After transmitting a TX notification's data that lies outside every
+    /// RX pipe of the application (a TX pipe's, not frames sent back in
+    /// place), the engine evicts those lines from its own caches, so that
+    /// the application's next write there, as after a device's DMA read,
+    /// does not have to invalidate a copy in the engine's core (a no-op on
+    /// CPUs without `clflushopt`). See the engine's `evict` module.
+    #[serde(default = "default_true")]
+    pub evict_tx_lines: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// Default of [`DeviceConfig::evict_ahead_lines`]: 1 KiB ahead (the best
@@ -369,6 +381,7 @@ impl DeviceConfig {
             register_poll_flits: default_register_poll_flits(),
             register_poll_ns: default_register_poll_ns(),
             evict_ahead_lines: default_evict_ahead_lines(),
+            evict_tx_lines: true,
         }
     }
 

@@ -64,6 +64,11 @@ enum Cmd {
         /// engine when the two cores are in different core complexes.
         #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
         evict_ahead_lines: u32,
+        /// Keep the lines of TX-pipe data the engine has read in its caches
+        /// (by default it evicts them, so that the application's next write
+        /// there does not stall on the engine's copy).
+        #[arg(long)]
+        keep_tx_lines: bool,
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
@@ -135,6 +140,7 @@ fn run(cli: Cli) -> Result<(), String> {
             register_poll_flits,
             register_poll_ns,
             evict_ahead_lines,
+            keep_tx_lines,
             core,
             duration_s,
             json,
@@ -154,6 +160,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.register_poll_flits = register_poll_flits;
             cfg.register_poll_ns = register_poll_ns;
             cfg.evict_ahead_lines = evict_ahead_lines;
+            cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
             let duration = duration_s.map(check_duration_s).transpose()?;
             let progress = check_progress_s(progress_s)?;
