@@ -52,7 +52,7 @@ use nic_emu::{
     WireConfig,
 };
 
-use crate::kv::{KvServer, ServerConfig, StoreConfig, WorkloadConfig};
+use crate::kv::{KvClient, KvServer, ServerConfig, StoreConfig, WorkloadConfig};
 use crate::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
 use crate::logmon::{builtin_for, generate_log, LogMonitor, LogPatterns, LogScanner};
 use crate::maglev::{Backend, Maglev, MaglevConfig};
@@ -164,9 +164,14 @@ pub struct TrialOptions {
     pub log_services: Vec<String>,
     /// Log monitor: where the log comes from.
     pub log_load: LogLoad,
+    /// KV: where the requests come from.
+    pub kv_load: KvLoad,
     /// Lines ahead of a pipe's tail the NIC evicts from its engine's caches
     /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
     pub evict_ahead_lines: u32,
+    /// Whether the NIC evicts TX-pipe lines from its engine's caches once
+    /// read ([`nic_emu::DeviceConfig::evict_tx_lines`]).
+    pub evict_tx_lines: bool,
 }
 
 /// Where the log monitor's traffic comes from.
@@ -196,6 +201,38 @@ pub enum LogLoad {
     /// a lower bound for the application alone.
     Client,
 }
+
+/// Where the key-value store's requests come from.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KvLoad {
+    /// The NIC's built-in generator replays prepared request frames (the
+    /// workload's key and operation sequence, [`KV_REPLAY_FRAMES`] frames,
+    /// over and over) with `kv_window` frames in flight, and counts the
+    /// responses that come back: the server has its core to itself, as
+    /// Maglev and telemetry do. Every key is stored before the trial (the
+    /// preload goes straight into the store). No latency is measured.
+    #[default]
+    Generator,
+    /// [`KvLoadClient`] on a second port cabled to the server's: it
+    /// preloads every key through the NIC, checks every response and
+    /// measures round-trip latency. Without `client_core` it is polled on
+    /// the server's core, so the rate is a lower bound for the server alone.
+    Client,
+}
+
+/// Request frames the generator replays for [`KvLoad::Generator`].
+pub const KV_REPLAY_FRAMES: usize = 16_384;
 
 impl Default for TrialOptions {
     fn default() -> Self {
@@ -229,7 +266,9 @@ impl Default for TrialOptions {
             log_stream: true,
             log_services: Vec::new(),
             log_load: LogLoad::Generator,
+            kv_load: KvLoad::Generator,
             evict_ahead_lines: nic_emu::config::DEFAULT_EVICT_AHEAD_LINES,
+            evict_tx_lines: true,
         }
     }
 }
@@ -312,6 +351,9 @@ pub fn run_trial(
     opts: &TrialOptions,
 ) -> Result<TrialResult, TrialError> {
     let pipes = opts.pipes.max(1);
+    if app == AppKind::Kv && opts.kv_window > crate::load::MAX_WINDOW_FRAMES {
+        return Err(LoadError::Window(opts.kv_window).into());
+    }
     let cfg = device_config(app, iface, opts)?;
     let nic = Nic::start(
         cfg,
@@ -368,6 +410,15 @@ fn device_config(
                 ..Default::default()
             })
         }
+        AppKind::Kv if opts.kv_load == KvLoad::Generator => {
+            WireConfig::Generator(GeneratorConfig {
+                verify: VerifyLevel::Sequence,
+                paused: true,
+                replay: Some(kv_frames(opts)?),
+                max_in_flight: Some(kv_generator_window(opts)),
+                ..Default::default()
+            })
+        }
         AppKind::Kv | AppKind::Logmon => WireConfig::Cable {
             peer: 1,
             delay_ns: 0,
@@ -386,6 +437,7 @@ fn device_config(
     }
     cfg.notification_mode = opts.notification_mode;
     cfg.evict_ahead_lines = opts.evict_ahead_lines;
+    cfg.evict_tx_lines = opts.evict_tx_lines;
     let _ = iface;
     Ok(cfg)
 }
@@ -407,6 +459,54 @@ fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> 
         frames.push(buf[..n].into());
     }
     nic_emu::ReplayFrames::new(frames).map_err(TrialError::Config)
+}
+
+/// The KV workload of a trial.
+fn kv_workload(opts: &TrialOptions) -> WorkloadConfig {
+    WorkloadConfig {
+        keys: opts.kv_keys.max(1),
+        get_ratio: opts.kv_get_ratio,
+        batch: opts.kv_batch,
+        ..Default::default()
+    }
+}
+
+/// The request frames the KV client would send after its preload, for the
+/// generator to replay.
+fn kv_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
+    let cfg = |e: &dyn std::fmt::Display| TrialError::Config(e.to_string());
+    let mut client = KvClient::new(kv_workload(opts)).map_err(|e| cfg(&e))?;
+    let mut buf = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut frames = Vec::with_capacity(KV_REPLAY_FRAMES);
+    for _ in 0..KV_REPLAY_FRAMES {
+        let n = client.next_frame(&mut buf).map_err(|e| cfg(&e))?;
+        frames.push(buf[..n].into());
+    }
+    nic_emu::ReplayFrames::new(frames).map_err(TrialError::Config)
+}
+
+/// The KV generator's in-flight window: `kv_window`, at most what the
+/// packetized rings hold (as for Maglev), on both interfaces alike.
+fn kv_generator_window(opts: &TrialOptions) -> u64 {
+    generator_window(&TrialOptions {
+        generator_window: opts.kv_window as u64,
+        ..opts.clone()
+    })
+}
+
+/// Stores every key of the workload in `server` (the client's preload,
+/// handed to the server directly); fails if the server refused any.
+fn kv_preload(server: &mut KvServer, opts: &TrialOptions) -> Result<(), TrialError> {
+    let cfg = |e: &dyn std::fmt::Display| TrialError::Config(e.to_string());
+    let mut client = KvClient::new(kv_workload(opts)).map_err(|e| cfg(&e))?;
+    let mut req = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut resp = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    while let Some(n) = client.next_preload_frame(&mut req).map_err(|e| cfg(&e))? {
+        server
+            .handle(&req[..n], &mut resp)
+            .map_err(|e| TrialError::Config(format!("KV preload refused: {e:?}")))?;
+    }
+    Ok(())
 }
 
 /// RX descriptor ring entries of the packetized trials (the paper's DPDK
@@ -577,24 +677,22 @@ fn app_thread(
                 ..Default::default()
             })
             .map_err(|e| TrialError::Config(e.to_string()))?;
-            let client = KvLoadClient::new(
-                Device::attach_nic(nic, client_options())?,
-                1,
-                KvLoadConfig {
-                    workload: WorkloadConfig {
-                        keys: opts.kv_keys.max(1),
-                        get_ratio: opts.kv_get_ratio,
-                        batch: opts.kv_batch,
+            let client = match opts.kv_load {
+                KvLoad::Generator => {
+                    kv_preload(&mut server, opts)?;
+                    None
+                }
+                KvLoad::Client => Some(KvLoadClient::new(
+                    Device::attach_nic(nic, client_options())?,
+                    1,
+                    KvLoadConfig {
+                        workload: kv_workload(opts),
+                        window_frames: opts.kv_window,
                         ..Default::default()
                     },
-                    window_frames: opts.kv_window,
-                    ..Default::default()
-                },
-            )?;
-            let counts = |d: &dyn AppDriver<KvServer>, h: &KvServer| -> Counts {
-                let s = d.stats();
-                (h.stats().requests, s.frames, s.bytes, s.dropped)
+                )?),
             };
+            let setup = pipes as usize + usize::from(client.is_some());
             let m = match iface {
                 Interface::Enso => {
                     let mut d = EnsoReplyDriver::new(Device::attach_nic(
@@ -602,8 +700,8 @@ fn app_thread(
                         app_options(iface, pipes, true),
                     )?)?;
                     d.add_fallback_pipes_on(0, pipes)?;
-                    wait_for_setup(nic, pipes as usize + 1)?;
-                    measure(nic, opts, &mut d, &mut server, counts, client, None)?
+                    wait_for_setup(nic, setup)?;
+                    measure_kv(nic, opts, &mut d, &mut server, client)?
                 }
                 Interface::Packetized => {
                     let mut d = PacketizedReplyDriver::new(
@@ -611,16 +709,24 @@ fn app_thread(
                         opts.burst,
                     );
                     d.add_rss_queues_on(0, pipes)?;
-                    wait_for_setup(nic, pipes as usize + 1)?;
-                    measure(nic, opts, &mut d, &mut server, counts, client, None)?
+                    wait_for_setup(nic, setup)?;
+                    measure_kv(nic, opts, &mut d, &mut server, client)?
                 }
             };
-            (
-                m,
-                "requests",
-                client_load("KV client", opts),
-                2 + u32::from(opts.client_core.is_some()),
-            )
+            let (load, threads) = match opts.kv_load {
+                KvLoad::Generator => (
+                    format!(
+                        "built-in generator replaying {KV_REPLAY_FRAMES} request frames, {} in flight",
+                        kv_generator_window(opts)
+                    ),
+                    2,
+                ),
+                KvLoad::Client => (
+                    client_load("KV client", opts),
+                    2 + u32::from(opts.client_core.is_some()),
+                ),
+            };
+            (m, "requests", load, threads)
         }
         AppKind::Logmon => {
             let patterns = builtin_for(&opts.log_services)
@@ -792,6 +898,35 @@ fn measure_generator<D: AppDriver<H>, H>(
     };
     let r = run_window(nic, opts, d, h, &counts, load);
     nic.with_engine(|e| e.set_generators_paused(true));
+    r
+}
+
+/// The KV server under its load: the client, or the NIC's generator
+/// replaying requests (`client` is `None`).
+fn measure_kv<D: AppDriver<KvServer>>(
+    nic: &Nic,
+    opts: &TrialOptions,
+    d: &mut D,
+    server: &mut KvServer,
+    client: Option<KvLoadClient>,
+) -> Result<Measured, TrialError> {
+    let counts = |d: &dyn AppDriver<KvServer>, h: &KvServer| -> Counts {
+        let s = d.stats();
+        (h.stats().requests, s.frames, s.bytes, s.dropped)
+    };
+    let r = match client {
+        Some(c) => measure(nic, opts, d, server, counts, c, None),
+        None => measure_generator(nic, opts, d, server, counts),
+    };
+    if std::env::var_os("KV_DEBUG").is_some() {
+        let s = d.stats();
+        eprintln!(
+            "frames {} batches {} per {:.1}",
+            s.frames,
+            s.batches,
+            s.frames as f64 / s.batches.max(1) as f64
+        );
+    }
     r
 }
 

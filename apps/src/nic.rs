@@ -175,7 +175,7 @@ pub fn add_fallback_rx_pipes(
     (0..n).map(|_| d.dev.alloc_rx_pipe_on(port, true)).collect()
 }
 
-/// Bytes of responses an [`EnsoReplyDriver`] stages per poll at most.
+/// Bytes of responses an [`EnsoReplyDriver`] writes per poll at most.
 pub const STAGING_BYTES: usize = 64 << 10;
 /// Room one response may take in a TX stream: the largest frame behind a
 /// marker flit.
@@ -207,7 +207,11 @@ pub struct EnsoReplyDriver {
     pub stats: DriverStats,
     tx: TxPipe,
     ports: HashMap<RxPipe, u32>,
-    staging: Box<[u8]>,
+    /// The last pipe looked up in `ports` and its port (polls mostly find
+    /// the same pipe again; a hash lookup per poll cost measurable time).
+    last_port: Option<(RxPipe, u32)>,
+    /// Bytes of responses written per poll at most.
+    per_poll: usize,
     credits: u32,
 }
 
@@ -216,7 +220,7 @@ impl EnsoReplyDriver {
     /// one, `DeviceOptions::tx_pipes`).
     pub fn new(mut dev: Device) -> Result<Self, AllocError> {
         let tx = dev.alloc_tx_pipe()?;
-        let staging = STAGING_BYTES
+        let per_poll = STAGING_BYTES
             .min(dev.options().tx_pipe_size)
             .max(MAX_STREAM_FRAME);
         let credits = dev
@@ -228,7 +232,8 @@ impl EnsoReplyDriver {
             stats: DriverStats::default(),
             tx,
             ports: HashMap::new(),
-            staging: vec![0u8; staging].into_boxed_slice(),
+            last_port: None,
+            per_poll,
             credits,
         })
     }
@@ -242,6 +247,7 @@ impl EnsoReplyDriver {
         for p in &v {
             self.ports.insert(*p, port);
         }
+        self.last_port = None;
         Ok(v)
     }
 
@@ -249,6 +255,7 @@ impl EnsoReplyDriver {
     /// to a flow) with responses out of `port`.
     pub fn add_pipe(&mut self, pipe: RxPipe, port: u32) {
         self.ports.insert(pipe, port);
+        self.last_port = None;
     }
 
     /// The TX pipe responses leave through.
@@ -271,14 +278,24 @@ impl EnsoReplyDriver {
             self.dev.reap_completions()?;
             return Ok(0);
         }
-        let room = self.dev.tx_space(self.tx)?.min(self.staging.len());
+        let room = self.dev.tx_space(self.tx)?.min(self.per_poll);
         if room < MAX_STREAM_FRAME {
             return Ok(0);
         }
-        let port = self.ports.get(&p).copied().unwrap_or(0);
+        let port = match self.last_port {
+            Some((q, port)) if q == p => port,
+            _ => {
+                let port = self.ports.get(&p).copied().unwrap_or(0);
+                self.last_port = Some((p, port));
+                port
+            }
+        };
         let (mut frames, mut used, mut out) = (0usize, 0usize, 0usize);
         let (total, err) = {
-            let batch = self.dev.recv(p)?;
+            // Responses are written straight into the TX pipe, behind
+            // whatever is in flight, and sent below.
+            let (batch, span) = self.dev.recv_with_tx_span(p, self.tx, room)?;
+            let room = span.len();
             let base = batch.bytes().as_ptr() as usize;
             let mut it = batch.packets();
             let mut window: [&[u8]; REPLY_BURST] = [&[]; REPLY_BURST];
@@ -299,7 +316,7 @@ impl EnsoReplyDriver {
                     // Where this request's flits end (marker and padding
                     // included).
                     used = (req.as_ptr() as usize + req.len() - base).next_multiple_of(FLIT);
-                    let slot = &mut self.staging[out..out + MAX_STREAM_FRAME];
+                    let slot = &mut span[out..out + MAX_STREAM_FRAME];
                     let placed = match h.reply(req, &mut slot[..MAX_FRAME_LEN]) {
                         Some(n) if n <= MAX_FRAME_LEN => place_in_stream(slot, n).ok(),
                         _ => None,
@@ -330,8 +347,6 @@ impl EnsoReplyDriver {
             self.dev.free(p, used)?;
         }
         if out > 0 {
-            let buf = self.dev.tx_buf(self.tx, out)?;
-            buf.copy_from_slice(&self.staging[..out]);
             self.dev.send(self.tx, out, port)?;
         }
         self.stats.frames += frames as u64;

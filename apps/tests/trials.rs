@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use enso_apps::bench_api::{run_trial, AppKind, LogLoad, TrialError, TrialOptions};
+use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialError, TrialOptions};
 use enso_apps::load::{LoadError, MAX_WINDOW_FRAMES};
 use enso_apps::nic::Interface;
 
@@ -36,7 +36,16 @@ fn every_app_runs_a_short_trial_on_both_interfaces() {
             assert!(r.seconds >= 0.15);
             assert_eq!(r.app_dropped, 0, "{app} {iface}");
             if app == AppKind::Kv {
-                assert!(r.latency.is_some_and(|l| l.count > 0 && l.p50_ns > 0));
+                // The generator replays requests with a window: every one
+                // it sent was answered, but for those still in flight.
+                let g = r.nic.ports[0]
+                    .generator
+                    .as_ref()
+                    .expect("the generator replays requests");
+                assert!(g.returned > 0 && g.returned <= g.sent, "{g:?}");
+                assert!(g.sent - g.returned <= opts.kv_window as u64, "{g:?}");
+                assert!(r.load.contains("replaying"), "{}", r.load);
+                assert!(r.latency.is_none());
             }
             if matches!(app, AppKind::Maglev | AppKind::Kv) {
                 // Closed loops: the NIC never has to drop.
@@ -81,6 +90,27 @@ fn the_log_monitor_also_runs_behind_a_client_without_drops() {
 }
 
 #[test]
+fn the_kv_store_also_runs_behind_a_client_that_measures_latency() {
+    let opts = TrialOptions {
+        duration: Duration::from_millis(150),
+        warmup: Duration::from_millis(50),
+        kv_keys: 4096,
+        kv_load: KvLoad::Client,
+        nic_core: None,
+        app_core: None,
+        ..Default::default()
+    };
+    for iface in Interface::ALL {
+        let r = run_trial(AppKind::Kv, iface, &opts).unwrap_or_else(|e| panic!("{iface}: {e}"));
+        assert!(r.units > 100, "{iface}: {r:?}");
+        assert!(r.load.contains("KV client"), "{}", r.load);
+        assert!(r.latency.is_some_and(|l| l.count > 0 && l.p50_ns > 0));
+        assert!(r.nic_drops.is_empty(), "{iface}: {:?}", r.nic_drops);
+        assert_eq!(r.app_dropped, 0);
+    }
+}
+
+#[test]
 fn a_kv_window_beyond_the_maximum_is_an_error() {
     // It made the client's tables overflow or the allocation abort.
     for kv_window in [MAX_WINDOW_FRAMES + 1, usize::MAX] {
@@ -90,10 +120,16 @@ fn a_kv_window_beyond_the_maximum_is_an_error() {
             app_core: None,
             ..Default::default()
         };
-        let e = run_trial(AppKind::Kv, Interface::Enso, &opts).unwrap_err();
-        assert!(
-            matches!(e, TrialError::Load(LoadError::Window(w)) if w == kv_window),
-            "{e}"
-        );
+        for kv_load in [KvLoad::Generator, KvLoad::Client] {
+            let opts = TrialOptions {
+                kv_load,
+                ..opts.clone()
+            };
+            let e = run_trial(AppKind::Kv, Interface::Enso, &opts).unwrap_err();
+            assert!(
+                matches!(e, TrialError::Load(LoadError::Window(w)) if w == kv_window),
+                "{e}"
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! (`enso_apps::bench_api::run_trial`).
 
 use clap::Parser;
-use enso_apps::bench_api::{run_trial, AppKind, LogLoad, TrialOptions, TrialResult};
+use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialOptions, TrialResult};
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
@@ -58,11 +58,20 @@ struct Args {
     /// it, or a client through a cabled port).
     #[arg(long, value_enum, default_value = "generator")]
     log_load: LogLoad,
+    /// KV: where the requests come from (the NIC's generator replaying a
+    /// prepared request sequence, or a client through a cabled port, which
+    /// also measures latency).
+    #[arg(long, value_enum, default_value = "generator")]
+    kv_load: KvLoad,
     /// For each 64 B frame written into a pipe, the emulated NIC evicts the
     /// pipe line this many lines ahead from its own caches (0: never); see
     /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     evict_ahead_lines: u32,
+    /// Keep the lines of TX-pipe data the emulated NIC has read in its
+    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
+    #[arg(long)]
+    keep_tx_lines: bool,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
@@ -128,7 +137,9 @@ fn run(a: Args) -> CliResult<()> {
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
         log_load: a.log_load,
+        kv_load: a.kv_load,
         evict_ahead_lines: a.evict_ahead_lines,
+        evict_tx_lines: !a.keep_tx_lines,
         client_core: a.client_core,
         ..Default::default()
     };
@@ -188,9 +199,10 @@ fn run(a: Args) -> CliResult<()> {
         }
     }
     if a.client_core.is_none()
-        && apps
-            .iter()
-            .any(|x| *x == AppKind::Kv || (*x == AppKind::Logmon && a.log_load == LogLoad::Client))
+        && apps.iter().any(|x| {
+            (*x == AppKind::Kv && a.kv_load == KvLoad::Client)
+                || (*x == AppKind::Logmon && a.log_load == LogLoad::Client)
+        })
     {
         println!("KV and log monitor behind a client: the client shares the application's core (rates are lower bounds); --client-core moves it.");
     }

@@ -336,18 +336,53 @@ pub fn finish_udp_frame(
 ) -> Result<usize, EmitError> {
     let len = check_room(buf.len(), UDP_PAYLOAD_OFFSET, payload_len)?;
     let udp_len = l4::UDP_HEADER_LEN + payload_len;
-    write_l2_l3(buf, ep, PROTO_UDP, ipv4::MIN_HEADER_LEN + udp_len);
-    let l4_off = ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN;
-    let mut udp = UdpPacket::new_unchecked(&mut buf[l4_off..l4_off + udp_len]);
-    udp.set_src_port(ep.src_port);
-    udp.set_dst_port(ep.dst_port);
-    udp.set_len(udp_len as u16);
-    match checksum {
-        UdpChecksum::Compute => udp.fill_checksum(ep.src_ip, ep.dst_ip),
-        UdpChecksum::Omit => udp.set_checksum(0),
+    // The 42 header bytes are built in one array and stored at once: the
+    // KV server and client build a frame per batch, and the field-by-field
+    // setters (each re-slicing the buffer) cost them ~80 instructions a
+    // frame. `write_l2_l3` writes the same bytes (see the test
+    // `udp_headers_match_the_field_writers`).
+    let h = udp_headers(ep, udp_len as u16);
+    buf[..UDP_PAYLOAD_OFFSET].copy_from_slice(&h);
+    if checksum == UdpChecksum::Compute {
+        let l4_off = ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN;
+        UdpPacket::new_unchecked(&mut buf[l4_off..l4_off + udp_len])
+            .fill_checksum(ep.src_ip, ep.dst_ip);
     }
     buf[UDP_PAYLOAD_OFFSET + payload_len..len].fill(0);
     Ok(len)
+}
+
+/// Ethernet, IPv4 (20 bytes, DF, TTL 64, ident 0, checksum filled) and UDP
+/// headers (checksum 0) for a UDP datagram of `udp_len` bytes.
+#[inline]
+fn udp_headers(ep: &Endpoints, udp_len: u16) -> [u8; UDP_PAYLOAD_OFFSET] {
+    let ip_len = ipv4::MIN_HEADER_LEN as u16 + udp_len;
+    let (src, dst) = (ep.src_ip.octets(), ep.dst_ip.octets());
+    let mut h = [0u8; UDP_PAYLOAD_OFFSET];
+    h[0..6].copy_from_slice(&ep.dst_mac.0);
+    h[6..12].copy_from_slice(&ep.src_mac.0);
+    h[12..14].copy_from_slice(&ethernet::ETHERTYPE_IPV4.to_be_bytes());
+    h[14] = 0x45;
+    h[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    h[20..22].copy_from_slice(&0x4000u16.to_be_bytes());
+    h[22] = 64;
+    h[23] = PROTO_UDP;
+    h[26..30].copy_from_slice(&src);
+    h[30..34].copy_from_slice(&dst);
+    // The header's 16-bit words, the checksum word zero.
+    let words = 0x4500u32
+        + u32::from(ip_len)
+        + 0x4000
+        + ((64u32 << 8) | u32::from(PROTO_UDP))
+        + u32::from(u16::from_be_bytes([src[0], src[1]]))
+        + u32::from(u16::from_be_bytes([src[2], src[3]]))
+        + u32::from(u16::from_be_bytes([dst[0], dst[1]]))
+        + u32::from(u16::from_be_bytes([dst[2], dst[3]]));
+    h[24..26].copy_from_slice(&checksum::fold(words).to_be_bytes());
+    h[34..36].copy_from_slice(&ep.src_port.to_be_bytes());
+    h[36..38].copy_from_slice(&ep.dst_port.to_be_bytes());
+    h[38..40].copy_from_slice(&udp_len.to_be_bytes());
+    h
 }
 
 /// Builds an IPv4/UDP frame carrying `payload` into `buf` and returns its
@@ -392,6 +427,43 @@ mod tests {
             dst_ip: Ipv4Addr::new(10, 0, 0, 2),
             src_port: 5000,
             dst_port: 6000,
+        }
+    }
+
+    #[test]
+    fn udp_headers_match_the_field_writers() {
+        let mut eps = vec![endpoints()];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200 {
+            x = crate::hash::mix64(x);
+            let b = x.to_le_bytes();
+            eps.push(Endpoints {
+                src_mac: MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]),
+                dst_mac: MacAddr([b[7], b[6], b[5], b[4], b[3], b[2]]),
+                src_ip: Ipv4Addr::from((x >> 32) as u32),
+                dst_ip: Ipv4Addr::from(x as u32),
+                src_port: (x >> 16) as u16,
+                dst_port: (x >> 40) as u16,
+            });
+        }
+        for (i, ep) in eps.iter().enumerate() {
+            for payload_len in [0usize, 1, 17, 200, MAX_FRAME_LEN - UDP_PAYLOAD_OFFSET] {
+                let udp_len = l4::UDP_HEADER_LEN + payload_len;
+                let mut want = vec![0u8; MAX_FRAME_LEN];
+                write_l2_l3(&mut want, ep, PROTO_UDP, ipv4::MIN_HEADER_LEN + udp_len);
+                let l4_off = ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN;
+                let mut udp = UdpPacket::new_unchecked(&mut want[l4_off..l4_off + udp_len]);
+                udp.set_src_port(ep.src_port);
+                udp.set_dst_port(ep.dst_port);
+                udp.set_len(udp_len as u16);
+                udp.set_checksum(0);
+                let got = udp_headers(ep, udp_len as u16);
+                assert_eq!(
+                    &got[..],
+                    &want[..UDP_PAYLOAD_OFFSET],
+                    "endpoints {i}, payload {payload_len}"
+                );
+            }
         }
     }
 

@@ -10,7 +10,7 @@ use bench::plot::BarChart;
 use bench::probe;
 use bench::results::Table;
 use clap::Args;
-use enso_apps::bench_api::{run_trial, AppKind, LogLoad, TrialOptions, TrialResult};
+use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialOptions, TrialResult};
 use enso_apps::nic::Interface;
 use serde::Serialize;
 
@@ -43,14 +43,30 @@ pub(crate) struct AppsArgs {
     /// are) or a client on the monitor's core with a credit window.
     #[arg(long, value_enum, default_value = "generator")]
     log_load: LogLoad,
+    /// KV: where the requests come from (the NIC's generator replaying a
+    /// prepared request sequence, or a client through a cabled port, which
+    /// also measures latency).
+    #[arg(long, value_enum, default_value = "generator")]
+    kv_load: KvLoad,
     /// For each 64 B frame written into a pipe, the emulated NIC evicts the
     /// pipe line this many lines ahead from its own caches (0: never); see
     /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     evict_ahead_lines: u32,
-    /// KV: requests per request frame (1..=32).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=32))]
-    kv_batch: u64,
+    /// Keep the lines of TX-pipe data the emulated NIC has read in its
+    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
+    #[arg(long)]
+    keep_tx_lines: bool,
+    /// KV: requests per request frame (1..=32), one row each. The fewer,
+    /// the larger the share of per-frame work (the interface's included) in
+    /// a request's cost.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "4,1",
+        value_parser = clap::value_parser!(u64).range(1..=32)
+    )]
+    kv_batch: Vec<u64>,
     /// Trials per interface and application (alternating Ensō, packetized).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     rounds: u64,
@@ -91,6 +107,9 @@ struct AppOut {
     /// Log monitor: the pattern set (`all` or services joined by `+`).
     #[serde(skip_serializing_if = "Option::is_none")]
     patterns: Option<String>,
+    /// KV: requests per request frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kv_batch: Option<usize>,
     unit: &'static str,
     enso: Side2,
     packetized: Side2,
@@ -143,9 +162,11 @@ fn services_of(set: &str) -> Result<Vec<String>, String> {
 
 /// The row name: the application, and the log monitor's pattern set.
 fn label(o: &AppOut) -> String {
-    match &o.patterns {
-        Some(p) => format!("{} ({p} patterns)", o.app),
-        None => o.app.to_string(),
+    match (&o.patterns, o.kv_batch) {
+        (Some(p), _) => format!("{} ({p} patterns)", o.app),
+        (None, Some(1)) => format!("{} (1 request per frame)", o.app),
+        (None, Some(b)) => format!("{} ({b} requests per frame)", o.app),
+        (None, None) => o.app.to_string(),
     }
 }
 
@@ -197,21 +218,28 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     let placement = a.common.placement()?;
     super::check_out(&a.out)?;
     let dir = super::results_dir("apps", a.save, &a.out)?;
-    // One run per application, and per pattern set for the log monitor.
-    let mut runs: Vec<(AppKind, Option<String>)> = Vec::new();
+    // One run per application, per pattern set for the log monitor and per
+    // batch size for KV.
+    let mut runs: Vec<(AppKind, Option<String>, Option<usize>)> = Vec::new();
     for app in apps {
-        if app == AppKind::Logmon {
-            for set in &a.log_patterns {
-                let set = set.trim().to_string();
-                services_of(&set)?;
-                runs.push((app, Some(set)));
+        match app {
+            AppKind::Logmon => {
+                for set in &a.log_patterns {
+                    let set = set.trim().to_string();
+                    services_of(&set)?;
+                    runs.push((app, Some(set), None));
+                }
             }
-        } else {
-            runs.push((app, None));
+            AppKind::Kv => {
+                for &b in &a.kv_batch {
+                    runs.push((app, None, Some(b as usize)));
+                }
+            }
+            _ => runs.push((app, None, None)),
         }
     }
     let mut outs = Vec::new();
-    for (app, patterns) in runs {
+    for (app, patterns, kv_batch) in runs {
         let probe = probe::measure(&placement, Duration::from_millis(30));
         let opts = TrialOptions {
             duration: Duration::from_millis(a.trial_ms),
@@ -219,9 +247,11 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             nic_core: placement.core(Side::A),
             app_core: placement.core(Side::B),
             pipes: a.pipes,
-            kv_batch: a.kv_batch as usize,
+            kv_batch: kv_batch.unwrap_or(TrialOptions::default().kv_batch),
             log_load: a.log_load,
+            kv_load: a.kv_load,
             evict_ahead_lines: a.evict_ahead_lines,
+            evict_tx_lines: !a.keep_tx_lines,
             log_services: patterns
                 .as_deref()
                 .map(services_of)
@@ -242,6 +272,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                         patterns
                             .as_deref()
                             .map(|p| format!(" ({p})"))
+                            .or(kv_batch.map(|b| format!(" (batch {b})")))
                             .unwrap_or_default(),
                         round + 1,
                         iface.name(),
@@ -266,6 +297,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 other => other.name(),
             },
             patterns,
+            kv_batch,
             unit: e[0].unit,
             speedup: median(ratios),
             app_cost_speedup: packetized.app_ns_per_unit / enso.app_ns_per_unit.max(1e-9),
