@@ -11,10 +11,10 @@
 //! |---|---|---|
 //! | Maglev | the NIC's built-in generator (closed loop, `generator_window` frames in flight); rewritten frames go back to it | packets |
 //! | telemetry | the built-in generator, open loop (as fast as the engine makes frames; the surplus is dropped at the pipe or ring and counted in `nic_drops`) | packets |
-//! | KV | [`KvLoadClient`] on a second port cabled to the server's (closed loop of `kv_window` request frames, after a preload of every key) | requests |
+//! | KV | by default the built-in generator replaying [`KV_REPLAY_FRAMES`] prepared request frames with `kv_window` frames in flight, the store preloaded directly ([`KvLoad::Generator`]); or [`KvLoadClient`] on a second port cabled to the server's (closed loop of `kv_window` request frames, after a preload of every key through the NIC; it also measures latency: [`KvLoad::Client`]) | requests |
 //! | log monitor | a seeded log cut into `log_payload`-byte UDP payloads (lines split across packets, as [`LogSource`] cuts them): by default replayed by the built-in generator, open loop like telemetry ([`LogLoad::Generator`]); or sent by a [`LogSource`] client on a second port cabled to the monitor's, with a credit window ([`LogLoad::Client`]) | packets (and Gb/s of log text) |
 //!
-//! The KV client, and the log client when chosen, need a thread of their
+//! The KV and log clients, when chosen, need a thread of their
 //! own to be out of the way; with [`TrialOptions::client_core`] unset (the default, for
 //! 2-core machines) the client is polled on the application's thread
 //! between application polls. The application's busy time excludes the
