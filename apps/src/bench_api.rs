@@ -231,6 +231,44 @@ pub enum KvLoad {
     Client,
 }
 
+/// The command-line knobs for where trial traffic comes from and how the
+/// emulated NIC treats its caches, shared by `app-trial` and `bench apps`.
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+pub struct LoadArgs {
+    /// Log monitor: where the log comes from: the NIC's built-in generator
+    /// replaying it (the monitor alone on its core, as Maglev and telemetry
+    /// are) or a client on the monitor's core with a credit window.
+    #[arg(long, value_enum, default_value = "generator")]
+    pub log_load: LogLoad,
+    /// KV: where the requests come from (the NIC's generator replaying a
+    /// prepared request sequence, or a client through a cabled port, which
+    /// also measures latency).
+    #[arg(long, value_enum, default_value = "generator")]
+    pub kv_load: KvLoad,
+    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
+    /// pipe line this many lines ahead from its own caches (0: never); see
+    /// `nic-emu run --help`.
+    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
+    pub evict_ahead_lines: u32,
+    /// Keep the lines of TX-pipe data the emulated NIC has read in its
+    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
+    #[arg(long)]
+    pub keep_tx_lines: bool,
+}
+
+impl LoadArgs {
+    /// `opts` with these settings.
+    pub fn apply(&self, opts: TrialOptions) -> TrialOptions {
+        TrialOptions {
+            log_load: self.log_load,
+            kv_load: self.kv_load,
+            evict_ahead_lines: self.evict_ahead_lines,
+            evict_tx_lines: !self.keep_tx_lines,
+            ..opts
+        }
+    }
+}
+
 /// Request frames the generator replays for [`KvLoad::Generator`].
 pub const KV_REPLAY_FRAMES: usize = 16_384;
 

@@ -6,7 +6,9 @@
 //! (`enso_apps::bench_api::run_trial`).
 
 use clap::Parser;
-use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialOptions, TrialResult};
+use enso_apps::bench_api::{
+    run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
+};
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
@@ -54,24 +56,8 @@ struct Args {
     /// postfix, apache; default: all).
     #[arg(long, value_delimiter = ',')]
     log_services: Vec<String>,
-    /// Log monitor: where the log comes from (the NIC's generator replaying
-    /// it, or a client through a cabled port).
-    #[arg(long, value_enum, default_value = "generator")]
-    log_load: LogLoad,
-    /// KV: where the requests come from (the NIC's generator replaying a
-    /// prepared request sequence, or a client through a cabled port, which
-    /// also measures latency).
-    #[arg(long, value_enum, default_value = "generator")]
-    kv_load: KvLoad,
-    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
-    /// pipe line this many lines ahead from its own caches (0: never); see
-    /// `nic-emu run --help`.
-    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
-    evict_ahead_lines: u32,
-    /// Keep the lines of TX-pipe data the emulated NIC has read in its
-    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
-    #[arg(long)]
-    keep_tx_lines: bool,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
@@ -126,7 +112,7 @@ fn run(a: Args) -> CliResult<()> {
     } else {
         a.interface.clone()
     };
-    let opts = TrialOptions {
+    let opts = a.load.apply(TrialOptions {
         duration,
         warmup,
         pipes: a.pipes,
@@ -136,13 +122,9 @@ fn run(a: Args) -> CliResult<()> {
         kv_window: a.kv_window,
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
-        log_load: a.log_load,
-        kv_load: a.kv_load,
-        evict_ahead_lines: a.evict_ahead_lines,
-        evict_tx_lines: !a.keep_tx_lines,
         client_core: a.client_core,
         ..Default::default()
-    };
+    });
     let mut all: Vec<TrialResult> = Vec::new();
     for app in &apps {
         for round in 0..a.rounds {
@@ -200,8 +182,8 @@ fn run(a: Args) -> CliResult<()> {
     }
     if a.client_core.is_none()
         && apps.iter().any(|x| {
-            (*x == AppKind::Kv && a.kv_load == KvLoad::Client)
-                || (*x == AppKind::Logmon && a.log_load == LogLoad::Client)
+            (*x == AppKind::Kv && a.load.kv_load == KvLoad::Client)
+                || (*x == AppKind::Logmon && a.load.log_load == LogLoad::Client)
         })
     {
         println!("KV and log monitor behind a client: the client shares the application's core (rates are lower bounds); --client-core moves it.");

@@ -10,7 +10,7 @@ use bench::plot::BarChart;
 use bench::probe;
 use bench::results::Table;
 use clap::Args;
-use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialOptions, TrialResult};
+use enso_apps::bench_api::{run_trial, AppKind, LoadArgs, TrialOptions, TrialResult};
 use enso_apps::nic::Interface;
 use serde::Serialize;
 
@@ -38,25 +38,9 @@ pub(crate) struct AppsArgs {
         default_value = "all,sshd,nginx,postfix,apache"
     )]
     log_patterns: Vec<String>,
-    /// Log monitor: where the log comes from: the NIC's built-in generator
-    /// replaying it (the monitor alone on its core, as Maglev and telemetry
-    /// are) or a client on the monitor's core with a credit window.
-    #[arg(long, value_enum, default_value = "generator")]
-    log_load: LogLoad,
-    /// KV: where the requests come from (the NIC's generator replaying a
-    /// prepared request sequence, or a client through a cabled port, which
-    /// also measures latency).
-    #[arg(long, value_enum, default_value = "generator")]
-    kv_load: KvLoad,
-    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
-    /// pipe line this many lines ahead from its own caches (0: never); see
-    /// `nic-emu run --help`.
-    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
-    evict_ahead_lines: u32,
-    /// Keep the lines of TX-pipe data the emulated NIC has read in its
-    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
-    #[arg(long)]
-    keep_tx_lines: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    load: LoadArgs,
     /// KV: requests per request frame (1..=32), one row each. The fewer,
     /// the larger the share of per-frame work (the interface's included) in
     /// a request's cost.
@@ -241,24 +225,20 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     let mut outs = Vec::new();
     for (app, patterns, kv_batch) in runs {
         let probe = probe::measure(&placement, Duration::from_millis(30));
-        let opts = TrialOptions {
+        let opts = a.load.apply(TrialOptions {
             duration: Duration::from_millis(a.trial_ms),
             warmup: Duration::from_millis(150),
             nic_core: placement.core(Side::A),
             app_core: placement.core(Side::B),
             pipes: a.pipes,
             kv_batch: kv_batch.unwrap_or(TrialOptions::default().kv_batch),
-            log_load: a.log_load,
-            kv_load: a.kv_load,
-            evict_ahead_lines: a.evict_ahead_lines,
-            evict_tx_lines: !a.keep_tx_lines,
             log_services: patterns
                 .as_deref()
                 .map(services_of)
                 .transpose()?
                 .unwrap_or_default(),
             ..Default::default()
-        };
+        });
         let mut per: [Vec<TrialResult>; 2] = [Vec::new(), Vec::new()];
         let mut ratios = Vec::new();
         for round in 0..a.rounds {
