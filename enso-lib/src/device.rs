@@ -961,9 +961,11 @@ impl Device {
 
     /// [`Device::recv`] and, in the same borrow, the free span at the end of
     /// TX pipe `tx` (at most `max` bytes; no waiting, so it may be shorter
-    /// or empty). For applications that answer what they receive: write
-    /// the answers straight into the TX pipe while reading the requests,
-    /// then [`Device::send`] the bytes written at the start of the span.
+    /// or empty; completions are not reaped here: [`Device::tx_space`] does,
+    /// and callers ask it first). For applications that answer what they
+    /// receive: write the answers straight into the TX pipe while reading
+    /// the requests, then [`Device::send`] the bytes written at the start of
+    /// the span.
     pub fn recv_with_tx_span(
         &mut self,
         pipe: impl Into<RxPipe>,
@@ -973,7 +975,6 @@ impl Device {
         if tx.dev != self.uid || tx.idx as usize >= self.tx_pipes.len() {
             return Err(RecvError::ForeignPipe);
         }
-        self.reap_completions()?;
         let (at, len, base) = {
             let t = &self.tx_pipes[tx.idx as usize];
             let free = t.size - (t.tail - t.done) as usize;
