@@ -32,10 +32,13 @@
 //!   concatenation) and [`LogScanner::scan`] looks for all of them at once
 //!   over the whole text with `aho-corasick` (SIMD-accelerated), the way
 //!   Hyperscan-based monitors do. Only a line holding one of them is
-//!   verified, and only with the patterns whose strings it holds, each with
-//!   its own compiled regex; every other line costs the newline search. The
-//!   counts are exactly those of matching every pattern against every line
-//!   (a line without a pattern's string cannot match it). If any pattern
+//!   verified, and only with the patterns whose strings it holds; every
+//!   other line costs the newline search. A pattern whose string lies in
+//!   its top-level concatenation (all the built-in ones) is verified from
+//!   the string outwards, with two small anchored DFAs (`split`); any
+//!   other with its own compiled regex. The counts are exactly those of
+//!   matching every pattern against every line (a line without a pattern's
+//!   string cannot match it). If any pattern
 //!   has no such string of at least [`MIN_PREFILTER_LITERAL`] bytes, the
 //!   scanner runs the multi-pattern automaton on every line instead.
 //! * A line longer than `max_line` bytes (4096 by default) is not matched
@@ -53,6 +56,7 @@
 
 mod generator;
 pub mod patterns;
+mod split;
 
 use std::fmt;
 
@@ -97,8 +101,13 @@ struct Prefilter {
     /// overlap it: a non-overlapping search reports only one of two
     /// overlapping occurrences, so the other's patterns are verified too.
     verify: Vec<Vec<usize>>,
+    /// For each pattern: its string.
+    owner: Vec<usize>,
     /// One regex per pattern.
     singles: Vec<Regex>,
+    /// Per pattern, its split around its string if it has one (verified
+    /// from the string outwards; else with its regex).
+    splits: Vec<Option<split::Split>>,
 }
 
 /// A multi-string searcher: `aho-corasick`'s SIMD Teddy searcher when the
@@ -208,6 +217,7 @@ impl Prefilter {
         // Distinct strings, and which one each pattern requires.
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut owner = Vec::with_capacity(patterns.len());
+        let mut splits = Vec::with_capacity(patterns.len());
         for p in patterns {
             // The patterns compiled already, so they parse; the parser is
             // configured as the regex engine's (bytes, ASCII classes).
@@ -224,6 +234,7 @@ impl Prefilter {
                 Some(l) if l.len() >= MIN_PREFILTER_LITERAL && !l.contains(&b'\n') => l,
                 _ => return Ok(None),
             };
+            splits.push(hir.as_ref().and_then(|h| split::Split::new(h, &lit)));
             let id = match literals.iter().position(|x| *x == lit) {
                 Some(i) => i,
                 None => {
@@ -259,7 +270,9 @@ impl Prefilter {
         Ok(Some(Prefilter {
             finder,
             verify,
+            owner,
             singles,
+            splits,
         }))
     }
 }
@@ -348,9 +361,8 @@ pub struct LogScanner {
     discarding: bool,
     /// Per-pattern caches of the prefilter's single regexes.
     single_caches: Vec<meta::Cache>,
-    /// Patterns to verify on the current line, and which are listed.
-    candidates: Vec<usize>,
-    listed: Vec<bool>,
+    /// Patterns to verify on the current line.
+    candidates: Candidates,
 }
 
 impl fmt::Debug for LogScanner {
@@ -378,8 +390,7 @@ impl LogScanner {
         };
         LogScanner {
             single_caches,
-            candidates: Vec::with_capacity(patterns.len()),
-            listed: vec![false; patterns.len()],
+            candidates: Candidates::new(patterns.len()),
             cache: patterns.regex.create_cache(),
             hits: PatternSet::new(patterns.len()),
             counts: vec![0; patterns.len()],
@@ -467,7 +478,6 @@ impl LogScanner {
             stats,
             max_line,
             candidates,
-            listed,
             ..
         } = self;
         let Some(pf) = &patterns.prefilter else {
@@ -479,20 +489,19 @@ impl LogScanner {
         let base = start;
         for nl in memchr::memchr_iter(b'\n', &text[base..=last_nl]) {
             let end = base + nl;
-            while let Some((lit, _, m_end)) = next.filter(|m| m.1 < end) {
-                list(&pf.verify[lit], candidates, listed);
+            while let Some((lit, m_start, m_end)) = next.filter(|m| m.1 < end) {
+                candidates.add(pf, lit, m_start - start);
                 next = pf.finder.find(text, m_end, last_nl);
             }
             stats.lines += 1;
             if end - start > *max_line {
                 stats.overlong_lines += 1;
-                unlist(candidates, listed);
+                candidates.clear();
             } else if !candidates.is_empty() {
                 verify_candidates(
                     pf,
                     &text[start..end],
                     candidates,
-                    listed,
                     &mut self.single_caches,
                     &mut self.counts,
                     stats,
@@ -536,8 +545,8 @@ impl LogScanner {
             return;
         };
         let mut at = 0;
-        while let Some((lit, _, end)) = pf.finder.find(line, at, line.len()) {
-            list(&pf.verify[lit], &mut self.candidates, &mut self.listed);
+        while let Some((lit, start, end)) = pf.finder.find(line, at, line.len()) {
+            self.candidates.add(pf, lit, start);
             at = end;
         }
         if !self.candidates.is_empty() {
@@ -545,7 +554,6 @@ impl LogScanner {
                 pf,
                 line,
                 &mut self.candidates,
-                &mut self.listed,
                 &mut self.single_caches,
                 &mut self.counts,
                 &mut self.stats,
@@ -561,21 +569,61 @@ impl LogScanner {
     }
 }
 
-/// Adds `patterns` to the line's candidates (each once).
-#[inline]
-fn list(patterns: &[usize], candidates: &mut Vec<usize>, listed: &mut [bool]) {
-    for &p in patterns {
-        if !std::mem::replace(&mut listed[p], true) {
-            candidates.push(p);
-        }
-    }
+/// The patterns to verify on the current line, each listed once, with
+/// where the line holds the pattern's own string if the search saw it.
+#[derive(Clone, Debug)]
+struct Candidates {
+    list: Vec<usize>,
+    /// Per pattern: [`Candidates::UNLISTED`], [`Candidates::NO_HINT`] or
+    /// the line offset of an occurrence of its string.
+    state: Vec<usize>,
 }
 
-/// Empties the line's candidates.
-#[inline]
-fn unlist(candidates: &mut Vec<usize>, listed: &mut [bool]) {
-    for p in candidates.drain(..) {
-        listed[p] = false;
+impl Candidates {
+    const UNLISTED: usize = usize::MAX;
+    const NO_HINT: usize = usize::MAX - 1;
+
+    fn new(patterns: usize) -> Self {
+        Candidates {
+            list: Vec::with_capacity(patterns),
+            state: vec![Self::UNLISTED; patterns],
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Lists the patterns to verify for string `lit`, found at line offset
+    /// `at`.
+    #[inline]
+    fn add(&mut self, pf: &Prefilter, lit: usize, at: usize) {
+        for &p in &pf.verify[lit] {
+            let st = &mut self.state[p];
+            if *st == Self::UNLISTED {
+                self.list.push(p);
+                *st = Self::NO_HINT;
+            }
+            if *st == Self::NO_HINT && pf.owner[p] == lit {
+                *st = at;
+            }
+        }
+    }
+
+    /// Empties the list.
+    #[inline]
+    fn clear(&mut self) {
+        for p in self.list.drain(..) {
+            self.state[p] = Self::UNLISTED;
+        }
+    }
+
+    /// Removes the last pattern listed, with its hint.
+    #[inline]
+    fn pop(&mut self) -> Option<(usize, Option<usize>)> {
+        let p = self.list.pop()?;
+        let st = std::mem::replace(&mut self.state[p], Self::UNLISTED);
+        Some((p, (st != Self::NO_HINT).then_some(st)))
     }
 }
 
@@ -583,20 +631,21 @@ fn unlist(candidates: &mut Vec<usize>, listed: &mut [bool]) {
 fn verify_candidates(
     pf: &Prefilter,
     line: &[u8],
-    candidates: &mut Vec<usize>,
-    listed: &mut [bool],
+    candidates: &mut Candidates,
     caches: &mut [meta::Cache],
     counts: &mut [u64],
     stats: &mut ScanStats,
 ) {
     let input = Input::new(line).earliest(true);
     let mut any = false;
-    for p in candidates.drain(..) {
-        listed[p] = false;
-        if pf.singles[p]
-            .search_half_with(&mut caches[p], &input)
-            .is_some()
-        {
+    while let Some((p, hint)) = candidates.pop() {
+        let hit = match pf.splits[p].as_ref().and_then(|s| s.is_match(line, hint)) {
+            Some(hit) => hit,
+            None => pf.singles[p]
+                .search_half_with(&mut caches[p], &input)
+                .is_some(),
+        };
+        if hit {
             counts[p] += 1;
             any = true;
         }

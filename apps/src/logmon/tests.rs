@@ -353,3 +353,48 @@ fn patterns_without_a_required_string_scan_every_line() {
     assert_eq!(fast, slow);
     assert_eq!(fast.0, [2, 1]);
 }
+
+#[test]
+fn built_in_patterns_are_verified_from_their_strings() {
+    let p = LogPatterns::builtin();
+    let pf = p.prefilter.as_ref().expect("prefiltered");
+    let unsplit: Vec<&str> = pf
+        .splits
+        .iter()
+        .zip(p.names())
+        .filter(|(s, _)| s.is_none())
+        .map(|(_, n)| n.as_str())
+        .collect();
+    assert!(
+        unsplit.is_empty(),
+        "verified by their whole regex: {unsplit:?}"
+    );
+}
+
+#[test]
+fn patterns_whose_string_cannot_split_them_are_verified_whole() {
+    // Each string lies inside a group or a repetition, not directly in the
+    // top-level concatenation: these patterns keep their own regex.
+    let patterns = [
+        Pattern {
+            name: "group",
+            regex: r"(Failed password) \d+",
+        },
+        Pattern {
+            name: "repeat",
+            regex: r"x(?:Invalid)+y",
+        },
+        Pattern {
+            name: "plain",
+            regex: r"\d+ from host",
+        },
+    ];
+    let compiled = LogPatterns::new(&patterns).unwrap();
+    let pf = compiled.prefilter.as_ref().expect("prefiltered");
+    let split: Vec<bool> = pf.splits.iter().map(Option::is_some).collect();
+    assert_eq!(split, [false, false, true]);
+    let log = b"Failed password 12\nFailed password x\nxInvalidInvalidy\nxInvalid\n7 from host\nfrom host\nFailed password 3 9 from host\n";
+    let [fast, slow] = both_ways(&patterns, log);
+    assert_eq!(fast, slow);
+    assert_eq!(fast.0, [2, 1, 2]);
+}
