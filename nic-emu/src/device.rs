@@ -6,7 +6,7 @@
 //! in the standalone `nic-emu` process; only how attach requests reach it
 //! differs.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -356,6 +356,9 @@ fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Longest control request accepted (bytes, newline included).
+const MAX_REQUEST: u64 = 64 << 10;
+
 /// One client connection: attach, then hold the attachment until the client
 /// closes the connection (or its process exits), then detach.
 fn client(s: UnixStream, ctl: NicControl) {
@@ -369,9 +372,19 @@ fn client(s: UnixStream, ctl: NicControl) {
     let mut attached = Vec::new();
     loop {
         line.clear();
-        match r.read_line(&mut line) {
+        // A request is one short JSON line; a client that sends more without
+        // a newline gets an error and is cut off, rather than growing this
+        // buffer without bound.
+        let n = match (&mut r).take(MAX_REQUEST + 1).read_line(&mut line) {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
+            Ok(n) => n,
+        };
+        if n as u64 > MAX_REQUEST {
+            let resp = ControlResponse::Error(format!("request longer than {MAX_REQUEST} bytes"));
+            let mut out = serde_json::to_string(&resp).unwrap_or_default();
+            out.push('\n');
+            let _ = w.write_all(out.as_bytes());
+            break;
         }
         let resp = match serde_json::from_str::<ControlRequest>(line.trim()) {
             Ok(ControlRequest::Attach(req)) => match ctl.attach(req) {

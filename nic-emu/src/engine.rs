@@ -235,10 +235,16 @@ impl App {
     /// Copies `src` into the region at `off`.
     #[inline]
     fn write(&self, off: usize, src: &[u8]) {
-        debug_assert!(self.in_region(off, src.len()));
-        // SAFETY: callers pass ranges inside a pipe or buffer checked to lie in the region.
-        // The application may read it concurrently; the bytes are plain data published
-        // by the notification's (or descriptor's) Release store.
+        // Callers pass ranges inside a pipe or buffer checked to lie in the
+        // region; this backstop (two compares) keeps a slip in that from
+        // writing outside it.
+        if !self.in_region(off, src.len()) {
+            debug_assert!(false, "write outside the region: {off}+{}", src.len());
+            return;
+        }
+        // SAFETY: the range was just checked to lie in the region. The
+        // application may read it concurrently; the bytes are plain data
+        // published by the notification's (or descriptor's) Release store.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 src.as_ptr(),
@@ -277,7 +283,12 @@ impl App {
     /// Copies `dst.len()` bytes from the region at `off`.
     #[inline]
     fn read(&self, off: usize, dst: &mut [u8]) {
-        debug_assert!(self.in_region(off, dst.len()));
+        // As in `write`: the callers checked the range; this is a backstop.
+        if !self.in_region(off, dst.len()) {
+            debug_assert!(false, "read outside the region: {off}+{}", dst.len());
+            dst.fill(0);
+            return;
+        }
         read_region(&self.region, off, dst);
     }
 }
@@ -1012,6 +1023,13 @@ impl Core {
                 return;
             }
             if p.stream {
+                // Applying the posted writes may disable the pipe or make it
+                // a frame pipe: decide again from the top after looking.
+                if !looked && self.stream_lacks_room(pid, frame.len()) {
+                    looked = true;
+                    self.look_before_drop(owner);
+                    continue;
+                }
                 self.deliver_stream(pid, frame);
                 return;
             }
@@ -1126,15 +1144,19 @@ impl Core {
         }
     }
 
-    /// The RX path of a stream pipe: append the frame's UDP payload.
+    /// Whether stream pipe `pid` may lack room for a frame of `len` bytes
+    /// (a quick bound on its payload; [`Core::deliver_stream`] decides).
+    #[inline]
+    fn stream_lacks_room(&self, pid: usize, len: usize) -> bool {
+        let p = &self.pipes[pid];
+        let used = p.tail.wrapping_sub(p.head) & (self.pipe_size as u32 - 1);
+        used as usize + len + FLIT > self.pipe_size
+    }
+
+    /// The RX path of a stream pipe (enabled, owner attached: the caller
+    /// checked, with no register write applied since): append the frame's
+    /// UDP payload.
     fn deliver_stream(&mut self, pid: usize, frame: &[u8]) {
-        {
-            let p = &self.pipes[pid];
-            let used = p.tail.wrapping_sub(p.head) & (self.pipe_size as u32 - 1);
-            if used as usize + frame.len() + FLIT > self.pipe_size {
-                self.look_before_drop(p.owner as usize);
-            }
-        }
         let pipe = &mut self.pipes[pid];
         let pcs = &mut self.pipe_counters[pid];
         let Some(payload) = udp_payload(frame) else {
@@ -1857,9 +1879,10 @@ fn udp_payload(frame: &[u8]) -> Option<&[u8]> {
 #[inline(always)]
 fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize, dst: &mut B) {
     let dst = dst.as_mut();
-    // SAFETY: callers pass ranges inside a TX notification whose
-    // `address..address + length` was checked against the region. Bytes are
-    // untrusted plain data (see `App::read`).
+    // SAFETY: callers pass ranges checked against the region: inside a TX
+    // notification's `address..address + length` or a TX descriptor's buffer
+    // (`desc.rs`, `in_region`), or through `App::read`, which checks again.
+    // Bytes are untrusted plain data (see `App::read`).
     unsafe { std::ptr::copy_nonoverlapping(region.as_ptr().add(off), dst.as_mut_ptr(), dst.len()) };
 }
 

@@ -155,6 +155,29 @@ impl RawApp {
         }
     }
 
+    /// Raw access to an attachment someone else made (the library, through
+    /// `Device::info`), continuing its posted-write queue from the last
+    /// write it published: the owner must post nothing more.
+    pub fn join(info: &nic_emu::AttachInfo) -> Self {
+        use nic_emu::shm;
+        let region = shm::map(&shm::open_file(&info.dma_path).unwrap(), info.dma_len).unwrap();
+        let mmio_len = nic_emu::layout::MMIO_FILE_LEN;
+        let mmio = shm::map(&shm::open_file(&info.mmio_path).unwrap(), mmio_len).unwrap();
+        let mut raw = Self {
+            info: info.clone(),
+            region,
+            mmio,
+            prod: 0,
+        };
+        // Only this thread writes `producer` (the owner has stopped).
+        raw.prod = raw
+            .queue()
+            .producer
+            .0
+            .load(std::sync::atomic::Ordering::Relaxed);
+        raw
+    }
+
     fn queue(&self) -> &nic_emu::layout::MmioQueue {
         // SAFETY: the mapping holds a whole MmioQueue (MMIO_FILE_LEN bytes,
         // page aligned) for as long as `self`; all its fields are atomics.

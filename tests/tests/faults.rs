@@ -232,3 +232,70 @@ fn hostile_application_cannot_disturb_another() {
         0
     );
 }
+
+#[test]
+fn a_stream_pipe_rewritten_by_writes_applied_before_a_drop_is_decided_afresh() {
+    // A full stream pipe makes the NIC apply the application's posted
+    // writes before dropping a frame. If those writes disable the pipe or
+    // make it a frame pipe, the frame must be decided again: not appended
+    // with the stream pipe's old state (that wrote at offset 0 of the
+    // region, or left a byte count as a flit index, and the next frame far
+    // past the pipe).
+    for disable in [true, false] {
+        let g = GeneratorConfig {
+            sizes: SizeSpec::Fixed(256),
+            burst: 64,
+            ..Default::default()
+        };
+        let (mut cfg, _dir) = generator_device("stream-rewrite", g);
+        cfg.pipe_size = 4096;
+        let mut e = Engine::new(cfg).unwrap();
+        // Time stands still: the engine, saturated, defers its register
+        // polls, so only the look before a drop applies the writes below.
+        e.set_clock(nic_emu::Clock::Manual(std::sync::Arc::new(
+            std::sync::atomic::AtomicU64::new(1_000_000),
+        )));
+        let mut dev = Device::attach_engine(&mut e, opts(2)).unwrap();
+        let rx = dev.alloc_stream_pipe_on(0, true).unwrap();
+        let id = dev.pipe_id(rx).unwrap();
+        for _ in 0..20 {
+            e.step();
+        }
+        let pipe = |e: &Engine| {
+            e.stats().apps[0]
+                .pipes
+                .iter()
+                .find(|p| p.pipe_id == id)
+                .unwrap()
+                .counters
+                .clone()
+        };
+        let full = pipe(&e);
+        assert!(full.drop_pipe_full > 0, "{full:?}");
+        // The library stops here; its queue is continued by hand.
+        let mut raw = RawApp::join(dev.info());
+        let low = if disable {
+            0
+        } else {
+            // A frame pipe at the end of the region, port 0.
+            (raw.info.dma_len - raw.info.pipe_size) as u32
+        };
+        assert!(raw.post(layout::reg_addr(id, layout::reg::RX_MEM_LOW), low));
+        assert!(raw.post(layout::reg_addr(id, layout::reg::RX_MEM_HIGH), 0));
+        raw.publish();
+        for _ in 0..20 {
+            e.step();
+        }
+        let after = pipe(&e);
+        let s = e.stats();
+        if disable {
+            assert_eq!(after.rx_frames, full.rx_frames, "{after:?}");
+            assert!(s.ports[0].counters.drop_no_match >= 64, "{:?}", s.drops());
+        } else {
+            // Frames of 256 B fill the 4 KiB frame pipe (4 lines each, one
+            // line kept free): 15 frames, the rest dropped as pipe-full.
+            assert_eq!(after.rx_frames, full.rx_frames + 15, "{after:?}");
+            assert!(after.drop_pipe_full > full.drop_pipe_full, "{after:?}");
+        }
+    }
+}

@@ -245,7 +245,8 @@ impl Core {
                 let qw1 = d.qw1.load(Ordering::Relaxed);
                 let len = (qw1 & desc::LEN_MASK) as usize;
                 let ok = qw1 & desc::TX_EOP != 0
-                    && (crate::wire::MIN_FRAME..=desc::BUF_SIZE).contains(&len)
+                    && (crate::wire::MIN_FRAME..=crate::wire::MAX_FRAME.min(desc::BUF_SIZE))
+                        .contains(&len)
                     && app.in_region(buf, len);
                 let mut done = desc::TX_DD;
                 if ok {
