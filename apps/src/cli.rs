@@ -51,7 +51,7 @@ pub struct ServeArgs {
     /// over them by flow hash.
     #[arg(long, visible_alias = "queues", default_value_t = 1)]
     pub pipes: u32,
-    /// Frames per `rx_burst` (packetized).
+    /// Frames per `rx_burst` (packetized; 1..=65536).
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
     /// Descriptor ring entries (packetized; a power of two).
@@ -147,12 +147,14 @@ impl ServeArgs {
         if self.pipes == 0 {
             return Err("--pipes must be at least 1".into());
         }
-        if self.burst == 0 {
-            return Err("--burst must be at least 1".into());
+        // A burst is a buffer of that many frame handles: bounded by the
+        // largest ring, which it could never fill beyond anyway.
+        if !(1..=65536).contains(&self.burst) {
+            return Err(format!("--burst must be in 1..=65536, not {}", self.burst).into());
         }
-        if self.interface == Interface::Packetized
-            && (!self.ring.is_power_of_two() || !(64..=65536).contains(&self.ring))
-        {
+        // Checked on Ensō too (where it is unused), so that a bad value is
+        // never silently accepted.
+        if !self.ring.is_power_of_two() || !(64..=65536).contains(&self.ring) {
             return Err(format!(
                 "--ring must be a power of two in 64..=65536, not {}",
                 self.ring

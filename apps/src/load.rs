@@ -403,14 +403,18 @@ impl KvLoadClient {
             ..
         } = self;
         let got = pipe.recv_with(|f| {
-            if client.check_response(f).is_err() {
-                *bad += 1;
-            }
+            let ok = client.check_response(f).is_ok();
+            *bad += u64::from(!ok);
             if let Some(op) = first_opaque(f) {
                 let s = &mut sent_at[op as usize & mask];
                 if s.0 == op {
                     s.0 = u32::MAX;
-                    let _ = latency.record(now.saturating_sub(s.1).max(1));
+                    // Only a valid response measures a round trip (a frame
+                    // that only carries the opaque, such as the request
+                    // itself looped back, does not).
+                    if ok {
+                        let _ = latency.record(now.saturating_sub(s.1).max(1));
+                    }
                 }
             }
             if cfg.record_responses {

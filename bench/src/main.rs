@@ -131,6 +131,7 @@ struct ReferenceArgs {
 
 fn main() -> ExitCode {
     let cli: Cli = nic_emu::args::parse_or_exit("bench");
+    nic_emu::cleanup::remove_devices_on_signal();
     let outcome = match cli.command {
         Command::Probe(args) => cmd_probe(&args),
         Command::Reference(args) => cmd_reference(&args),

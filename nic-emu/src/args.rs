@@ -30,7 +30,11 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
 /// missing subcommand, which clap answers with the help) print as clap
 /// prints them; a usage error prints `<program>: <message>` on one line and
 /// exits with status 2.
+///
+/// It also makes a failed write to stdout end the process with one line
+/// (see [`quiet_stdout_failures`]).
 pub fn parse_or_exit<P: Parser>(program: &str) -> P {
+    quiet_stdout_failures(program);
     match P::try_parse() {
         Ok(p) => p,
         Err(e)
@@ -59,6 +63,36 @@ pub fn usage_line(e: &clap::Error) -> String {
         .join(" ")
         .trim_start_matches("error: ")
         .to_string()
+}
+
+/// `println!` panics when stdout is gone (a closed pipe: `bench ... | head`)
+/// or full, which prints a panic message and, with `RUST_BACKTRACE` set, a
+/// backtrace. This hook turns exactly that panic into what command-line
+/// tools do: a closed pipe ends the process quietly with the status a
+/// SIGPIPE death reports (141); any other write failure prints one line,
+/// `<program>: failed printing to stdout: <error>`, and exits with 1. Every
+/// other panic goes to the previous hook unchanged. (Restoring the default
+/// SIGPIPE action instead would also kill a process that writes to a
+/// control socket whose peer has gone, where an error is wanted.)
+pub fn quiet_stdout_failures(program: &str) {
+    let program = program.to_string();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") {
+            if msg.contains("Broken pipe") {
+                std::process::exit(141);
+            }
+            eprintln!("{program}: {msg}");
+            std::process::exit(1);
+        }
+        previous(info)
+    }));
 }
 
 #[cfg(test)]

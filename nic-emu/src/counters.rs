@@ -204,7 +204,11 @@ impl Stats {
     /// Every drop of an arriving frame, by cause (stable names).
     pub fn drops(&self) -> BTreeMap<&'static str, u64> {
         let mut m = BTreeMap::new();
-        let mut add = |k: &'static str, v: u64| *m.entry(k).or_insert(0) += v;
+        // Saturating: a stats file from elsewhere may hold any values.
+        let mut add = |k: &'static str, v: u64| {
+            let e = m.entry(k).or_insert(0u64);
+            *e = e.saturating_add(v);
+        };
         for p in &self.ports {
             add("no_match", p.counters.drop_no_match);
             add("malformed", p.counters.drop_malformed);

@@ -433,6 +433,32 @@ pub fn attach_remote(dir: &Path, req: AttachRequest) -> Result<(AttachInfo, Unix
 /// Reads the stats snapshot of the device in `dir`.
 pub fn read_stats(dir: &Path) -> Result<Stats, String> {
     let p = dir.join(STATS_FILE);
-    let s = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_slice(&s).map_err(|e| format!("{}: {e}", p.display()))
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.display());
+    // The NIC writes a regular file; anything else (a FIFO would block the
+    // read forever) is refused, as is a file far larger than any snapshot.
+    let meta = std::fs::metadata(&p).map_err(|e| err(&e))?;
+    if !meta.is_file() {
+        return Err(err(&"not a regular file"));
+    }
+    if meta.len() > MAX_STATS_FILE {
+        return Err(err(&format!("larger than {MAX_STATS_FILE} bytes")));
+    }
+    let s = std::fs::read(&p).map_err(|e| err(&e))?;
+    serde_json::from_slice(&s).map_err(|e| {
+        // serde quotes the offending value whole: keep the line short.
+        let mut m = e.to_string();
+        if m.len() > 200 {
+            let cut = (0..=200)
+                .rev()
+                .find(|&i| m.is_char_boundary(i))
+                .unwrap_or(0);
+            m.truncate(cut);
+            m.push_str("...");
+        }
+        err(&m)
+    })
 }
+
+/// Largest `stats.json` read (a snapshot of thousands of pipes is far
+/// smaller).
+const MAX_STATS_FILE: u64 = 64 << 20;

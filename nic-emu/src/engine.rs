@@ -431,7 +431,18 @@ impl Engine {
             ));
         }
         let dir = cfg.device_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Noted before it is made, so that a signal never finds it made but
+        // not noted.
+        let made = !dir.exists();
+        if made {
+            crate::cleanup::register(&dir);
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            if made {
+                crate::cleanup::unregister(&dir);
+            }
+            format!("{}: {e}", dir.display())
+        })?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -862,6 +873,7 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.cleanup();
+        crate::cleanup::unregister(&self.cfg.device_dir());
     }
 }
 

@@ -18,6 +18,7 @@
 //! drop, and PCIe transaction accounting.
 
 pub mod args;
+pub mod cleanup;
 pub mod config;
 pub mod cores;
 pub mod counters;

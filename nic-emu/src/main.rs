@@ -162,6 +162,15 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.evict_ahead_lines = evict_ahead_lines;
             cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
+            if let Some(c) = core {
+                let usable = nic_emu::cores::usable_cores();
+                if !nic_emu::cores::can_pin(c, &usable) {
+                    return Err(format!(
+                        "--core {c} is not a core this process may run on ({})",
+                        nic_emu::cores::pinnable_list(&usable)
+                    ));
+                }
+            }
             let duration = duration_s.map(check_duration_s).transpose()?;
             let progress = check_progress_s(progress_s)?;
             // SAFETY: `on_signal` only stores to an atomic, which is

@@ -219,3 +219,43 @@ fn sigterm_stops_a_saturated_generator_and_removes_the_device_directory() {
     assert!(status.success());
     assert!(!dev.exists());
 }
+
+#[test]
+fn a_failed_standard_output_is_one_line_or_a_quiet_end_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let run = |name: &str| {
+        let mut c = Command::new(BIN);
+        c.args(["run", "--name", name, "--dir", d]).args([
+            "--duration-s",
+            "0.2",
+            "--progress-s",
+            "0",
+        ]);
+        c
+    };
+    // A full disk: one line naming the failure.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = run("full0").stdout(full).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nic-emu: failed printing to stdout") && !err.contains("panicked"),
+        "{err}"
+    );
+    // A reader that has gone (`nic-emu run ... | head -0`): a quiet end
+    // with the status of a SIGPIPE death.
+    let mut child = run("pipe0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -391,7 +391,17 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     } else {
         Box::new(io::stdout())
     };
-    let _ = write_summary(&mut summary, &report, outcome.as_ref());
+    // A closed pipe (`pktgen ... | head`) is the reader's choice; any other
+    // failure to print the results is an error, not a silent success.
+    if let Err(e) =
+        write_summary(&mut summary, &report, outcome.as_ref()).and_then(|()| summary.flush())
+    {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return Ok(ExitCode::from(141));
+        }
+        eprintln!("pktgen: cannot print the summary: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
     drop(summary);
     if cfg.json_to_stdout() {
         println!("{}", report.to_json());

@@ -257,6 +257,9 @@ impl Config {
 /// usable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// Two of the files named would be the same file.
+    #[error("{0} and {1} name the same file ({2})")]
+    SameFile(&'static str, &'static str, String),
     /// RATE_NUM without RATE_DEN.
     #[error("RATE_NUM needs RATE_DEN (as in: pktgen PCAP 744 1000)")]
     MissingRateDen,
@@ -454,6 +457,25 @@ impl Args {
             return Err(ConfigError::TwoRates);
         }
         let rate = positional.or(self.rate).unwrap_or_else(Rate::line);
+        // Every file named is a different file: an output must not replace
+        // the pcap being replayed, nor another output.
+        let stdout = std::path::Path::new(STDOUT);
+        let files = [
+            ("PCAP", self.pcap.as_deref()),
+            ("--json", self.json.as_deref().filter(|p| *p != stdout)),
+            ("--capture", self.capture.as_deref()),
+            ("--save", self.save.as_deref()),
+            ("--rtt-hist", self.rtt_hist.as_deref()),
+        ];
+        for (i, (a, pa)) in files.iter().enumerate() {
+            for (b, pb) in &files[i + 1..] {
+                if let (Some(pa), Some(pb)) = (pa, pb) {
+                    if same_file(pa, pb) {
+                        return Err(ConfigError::SameFile(a, b, pa.display().to_string()));
+                    }
+                }
+            }
+        }
 
         if self.queues == 0 || self.queues > MAX_QUEUES {
             return Err(out_of_range("--queues", "1..=8192", self.queues));
@@ -654,6 +676,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("duration '{t}' is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// Whether `a` and `b` name the same file: the same path, or the same file
+/// once both exist (links, `./x` and `x`).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if a == b {
+        return true;
+    }
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => {
+            // A file not made yet: compare the absolute paths.
+            let abs = |p: &std::path::Path| std::path::absolute(p).ok();
+            abs(a).is_some_and(|x| Some(x) == abs(b))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1075,6 +1114,19 @@ mod tests {
             );
         }
         assert!(err(&["--port", "x"]).contains("--port"));
+    }
+
+    #[test]
+    fn outputs_must_not_overwrite_the_pcap_or_each_other() {
+        let m = err(&["--save", "out.csv", "--rtt-hist", "out.csv"]);
+        assert!(
+            m.contains("--save and --rtt-hist name the same file"),
+            "{m}"
+        );
+        let m = err(&["in.pcap", "--json", "./in.pcap"]);
+        assert!(m.contains("PCAP and --json name the same file"), "{m}");
+        // Standard output is not a file.
+        assert!(run(&["--json", "-", "--save", "x.csv"]).is_ok());
     }
 
     #[test]

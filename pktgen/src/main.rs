@@ -4,5 +4,6 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    nic_emu::args::quiet_stdout_failures("pktgen");
     pktgen::app::main(std::env::args_os())
 }

@@ -67,6 +67,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
+    nic_emu::cleanup::remove_devices_on_signal();
     cli::main_with("app-trial", || {
         run(nic_emu::args::parse_or_exit("app-trial"))
     })
@@ -77,6 +78,14 @@ impl Args {
     fn check(&self) -> CliResult<()> {
         cli::seconds("--duration-s", self.duration_s, false)?;
         cli::seconds("--warmup-s", self.warmup_s, true)?;
+        // A rate over less than a millisecond is a count of a few batches.
+        if self.duration_s < 0.001 {
+            return Err(format!(
+                "--duration-s must be at least 0.001, not {}",
+                self.duration_s
+            )
+            .into());
+        }
         if !(60..=1536).contains(&self.size) {
             return Err(format!("--size must be in 60..=1536, not {}", self.size).into());
         }

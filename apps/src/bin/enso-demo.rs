@@ -79,6 +79,7 @@ struct Trial {
 }
 
 fn main() -> ExitCode {
+    nic_emu::cleanup::remove_devices_on_signal();
     match run(nic_emu::args::parse_or_exit("enso-demo")) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -228,6 +229,11 @@ impl Args {
         // trial() turns --trial-s into a Duration, which panics on a
         // negative, NaN or huge value.
         cli::seconds("--trial-s", self.trial_s, false)?;
+        // The frames still in flight when a trial ends are echoed after it
+        // and counted with it: negligible over 0.1 s, not over microseconds.
+        if self.trial_s < 0.1 {
+            return Err(format!("--trial-s must be at least 0.1, not {}", self.trial_s).into());
+        }
         if self.rounds == 0 {
             return Err("--rounds must be at least 1".into());
         }

@@ -163,7 +163,7 @@ fn run(a: Args) -> CliResult<()> {
         println!("{out}");
     } else {
         println!(
-            "kv-client: {:.3} Mops over {:.1} s after preload; latency p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns; {} requests, {} responses, {} hits, {} misses, {} lost frames, {} problems",
+            "kv-client: {:.3} Mops over {:.1} s after preload; latency p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns; {} requests, {} responses, {} hits, {} misses, {} lost frames, {} invalid frames, {} problems",
             mops,
             secs,
             r.latency.p50_ns,
@@ -175,11 +175,19 @@ fn run(a: Args) -> CliResult<()> {
             r.hits,
             r.misses,
             r.frames_lost,
+            r.bad_frames,
             r.problems
         );
     }
     if r.problems > 0 {
         return Err(format!("{} responses were wrong", r.problems).into());
+    }
+    if r.bad_frames > 0 {
+        return Err(format!(
+            "{} of {} frames received were not valid responses (is a KV server answering on this port?)",
+            r.bad_frames, r.frames_received
+        )
+        .into());
     }
     Ok(())
 }
