@@ -30,7 +30,7 @@ struct Args {
 }
 
 fn main() {
-    let a = Args::parse();
+    let a: Args = nic_emu::args::parse_or_exit("logscan_rate");
     if !(0.0..=1.0).contains(&a.event_share) {
         eprintln!("error: --event-share must be within 0..=1");
         std::process::exit(2);
