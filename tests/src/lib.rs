@@ -142,17 +142,8 @@ pub struct RawApp {
 
 impl RawApp {
     pub fn attach(e: &mut Engine, req: nic_emu::AttachRequest) -> Self {
-        use nic_emu::shm;
-        let info = e.attach(&req).expect("attach");
-        let region = shm::map(&shm::open_file(&info.dma_path).unwrap(), info.dma_len).unwrap();
-        let mmio_len = nic_emu::layout::MMIO_FILE_LEN;
-        let mmio = shm::map(&shm::open_file(&info.mmio_path).unwrap(), mmio_len).unwrap();
-        Self {
-            info,
-            region,
-            mmio,
-            prod: 0,
-        }
+        // A fresh attachment's queue starts empty: `join` continues from 0.
+        Self::join(&e.attach(&req).expect("attach"))
     }
 
     /// Raw access to an attachment someone else made (the library, through
