@@ -54,7 +54,7 @@ use nic_emu::{
 
 use crate::kv::{KvClient, KvServer, ServerConfig, StoreConfig, WorkloadConfig};
 use crate::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
-use crate::logmon::{builtin_for, generate_log, LogMonitor, LogPatterns, LogScanner};
+use crate::logmon::{builtin_for, LogGenerator, LogMonitor, LogPatterns, LogScanner};
 use crate::maglev::{Backend, Maglev, MaglevConfig};
 use crate::nic::{
     add_fallback_rx_pipes, AppDriver, EnsoReplyDriver, EnsoStreamDriver, Interface,
@@ -162,6 +162,11 @@ pub struct TrialOptions {
     /// Log monitor: the services whose built-in patterns are matched (see
     /// [`crate::logmon::SERVICES`]); empty for all of them.
     pub log_services: Vec<String>,
+    /// Log monitor: share of the generated log's lines that are events the
+    /// built-in patterns detect (0..=1; [`LogGenerator::new`]'s 0.3 by
+    /// default). Most lines of a real log are routine; the fewer events,
+    /// the cheaper the matching and the larger the interface's share.
+    pub log_event_share: f64,
     /// Log monitor: where the log comes from.
     pub log_load: LogLoad,
     /// KV: where the requests come from.
@@ -300,6 +305,7 @@ impl Default for TrialOptions {
             kv_window: 512,
             log_payload: 1024,
             log_bytes: 4 << 20,
+            log_event_share: crate::logmon::DEFAULT_EVENT_SHARE,
             log_window: 512,
             log_stream: true,
             log_services: Vec::new(),
@@ -480,14 +486,15 @@ fn device_config(
     Ok(cfg)
 }
 
+/// The log monitor's log (seed 1) of a trial.
+fn trial_log(opts: &TrialOptions) -> Vec<u8> {
+    LogGenerator::with_match_share(1, opts.log_event_share).generate(opts.log_bytes.max(1))
+}
+
 /// The log monitor's log, cut into the frames the log client would send
 /// (one pass; the generator repeats them).
 fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
-    let mut src = LogSource::new(
-        generate_log(1, opts.log_bytes.max(1)),
-        opts.log_payload,
-        false,
-    );
+    let mut src = LogSource::new(trial_log(opts), opts.log_payload, false);
     let mut buf = vec![0u8; crate::packet::MAX_FRAME_LEN];
     let mut frames = Vec::new();
     while let Some(n) = src
@@ -777,11 +784,7 @@ fn app_thread(
                 LogLoad::Generator => None,
                 LogLoad::Client => Some(LogClient {
                     pipe: PipeClient::new(Device::attach_nic(nic, client_options())?, 1, false)?,
-                    src: LogSource::new(
-                        generate_log(1, opts.log_bytes.max(1)),
-                        opts.log_payload,
-                        true,
-                    ),
+                    src: LogSource::new(trial_log(opts), opts.log_payload, true),
                     handled: handled.clone(),
                     window: opts.log_window.max(1),
                 }),

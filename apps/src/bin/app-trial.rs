@@ -56,6 +56,10 @@ struct Args {
     /// postfix, apache; default: all).
     #[arg(long, value_delimiter = ',')]
     log_services: Vec<String>,
+    /// Log monitor: share of the log's lines that are events the patterns
+    /// detect (0..=1).
+    #[arg(long, default_value_t = enso_apps::logmon::DEFAULT_EVENT_SHARE)]
+    log_event_share: f64,
     #[command(flatten)]
     load: LoadArgs,
     /// Core of the KV / log client (default: polled on the application's core).
@@ -99,6 +103,7 @@ impl Args {
             return Err("--flows must be at least 1".into());
         }
         cli::in_range("--get-ratio", self.get_ratio, 0.0..=1.0)?;
+        cli::in_range("--log-event-share", self.log_event_share, 0.0..=1.0)?;
         cli::in_range("--kv-window", self.kv_window, 1..=MAX_WINDOW_FRAMES)?;
         if let Some(c) = self.client_core {
             cli::check_core("--client-core", c, &cli::usable_cores())?;
@@ -131,6 +136,7 @@ fn run(a: Args) -> CliResult<()> {
         kv_window: a.kv_window,
         log_stream: !a.log_packets,
         log_services: a.log_services.clone(),
+        log_event_share: a.log_event_share,
         client_core: a.client_core,
         ..Default::default()
     });

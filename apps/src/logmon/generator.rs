@@ -52,6 +52,10 @@ const MONTHS: &[&str] = &[
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
+/// Share of a generated log's lines that are detectable events unless
+/// another is asked for.
+pub const DEFAULT_EVENT_SHARE: f64 = 0.3;
+
 /// Generates log lines.
 #[derive(Debug, Clone)]
 pub struct LogGenerator {
@@ -64,7 +68,7 @@ impl LogGenerator {
     /// A generator in which 30% of lines are events the built-in patterns
     /// detect.
     pub fn new(seed: u64) -> Self {
-        Self::with_match_share(seed, 0.3)
+        Self::with_match_share(seed, DEFAULT_EVENT_SHARE)
     }
 
     /// A generator in which `match_share` (clamped to 0..=1) of the lines

@@ -68,7 +68,7 @@ use regex_automata::{Input, MatchKind, PatternSet};
 use crate::Verdict;
 use enso::app::PacketHandler;
 
-pub use generator::{generate_log, LogGenerator};
+pub use generator::{generate_log, LogGenerator, DEFAULT_EVENT_SHARE};
 pub use patterns::{builtin_for, Pattern, UnknownService, BUILTIN, SERVICES};
 
 /// Longest line matched by default.

@@ -38,6 +38,12 @@ pub(crate) struct AppsArgs {
         default_value = "all,sshd,nginx,postfix,apache"
     )]
     log_patterns: Vec<String>,
+    /// Log monitor: shares of the generated log's lines that are events the
+    /// patterns detect (0..=1), one row per pattern set and share. A log
+    /// with few events is cheaper to scan, so the interface's share of the
+    /// cost grows: routine logs are mostly such lines.
+    #[arg(long, value_delimiter = ',', default_value = "0.3,0.02")]
+    log_event_shares: Vec<f64>,
     #[command(flatten)]
     #[serde(flatten)]
     load: LoadArgs,
@@ -91,6 +97,9 @@ struct AppOut {
     /// Log monitor: the pattern set (`all` or services joined by `+`).
     #[serde(skip_serializing_if = "Option::is_none")]
     patterns: Option<String>,
+    /// Log monitor: the share of the log's lines that are events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log_event_share: Option<f64>,
     /// KV: requests per request frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     kv_batch: Option<usize>,
@@ -147,11 +156,19 @@ fn services_of(set: &str) -> Result<Vec<String>, String> {
 /// The row name: the application, and the log monitor's pattern set.
 fn label(o: &AppOut) -> String {
     match (&o.patterns, o.kv_batch) {
-        (Some(p), _) => format!("{} ({p} patterns)", o.app),
+        (Some(p), _) => match o.log_event_share {
+            Some(s) => format!("{} ({p} patterns, {} events)", o.app, percent(s)),
+            None => format!("{} ({p} patterns)", o.app),
+        },
         (None, Some(1)) => format!("{} (1 request per frame)", o.app),
         (None, Some(b)) => format!("{} ({b} requests per frame)", o.app),
         (None, None) => o.app.to_string(),
     }
+}
+
+/// A share as a percentage for row names: `0.3` -> `30%`, `0.025` -> `2.5%`.
+fn percent(share: f64) -> String {
+    format!("{}%", (share * 1000.0).round() / 10.0)
 }
 
 fn target(app: AppKind) -> f64 {
@@ -204,14 +221,23 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     let dir = super::results_dir("apps", a.save, &a.out)?;
     // One run per application, per pattern set for the log monitor and per
     // batch size for KV.
-    let mut runs: Vec<(AppKind, Option<String>, Option<usize>)> = Vec::new();
+    for &share in &a.log_event_shares {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(format!("--log-event-shares: {share} is outside 0..=1"));
+        }
+    }
+    // (application, log monitor's pattern set and event share, KV batch)
+    type Run = (AppKind, Option<(String, f64)>, Option<usize>);
+    let mut runs: Vec<Run> = Vec::new();
     for app in apps {
         match app {
             AppKind::Logmon => {
-                for set in &a.log_patterns {
-                    let set = set.trim().to_string();
-                    services_of(&set)?;
-                    runs.push((app, Some(set), None));
+                for &share in &a.log_event_shares {
+                    for set in &a.log_patterns {
+                        let set = set.trim().to_string();
+                        services_of(&set)?;
+                        runs.push((app, Some((set, share)), None));
+                    }
                 }
             }
             AppKind::Kv => {
@@ -223,7 +249,11 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         }
     }
     let mut outs = Vec::new();
-    for (app, patterns, kv_batch) in runs {
+    for (app, log, kv_batch) in runs {
+        let (patterns, log_event_share) = match log {
+            Some((p, s)) => (Some(p), Some(s)),
+            None => (None, None),
+        };
         let probe = probe::measure(&placement, Duration::from_millis(30));
         let opts = a.load.apply(TrialOptions {
             duration: Duration::from_millis(a.trial_ms),
@@ -237,6 +267,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 .map(services_of)
                 .transpose()?
                 .unwrap_or_default(),
+            log_event_share: log_event_share.unwrap_or(enso_apps::logmon::DEFAULT_EVENT_SHARE),
             ..Default::default()
         });
         let mut per: [Vec<TrialResult>; 2] = [Vec::new(), Vec::new()];
@@ -251,7 +282,8 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                         "  {app:<11}{} round {} {:<10} {:>8.3} M{}/s  app {:>7.1} ns/{}",
                         patterns
                             .as_deref()
-                            .map(|p| format!(" ({p})"))
+                            .zip(log_event_share)
+                            .map(|(p, s)| format!(" ({p}, {} events)", percent(s)))
                             .or(kv_batch.map(|b| format!(" (batch {b})")))
                             .unwrap_or_default(),
                         round + 1,
@@ -277,6 +309,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 other => other.name(),
             },
             patterns,
+            log_event_share,
             kv_batch,
             unit: e[0].unit,
             speedup: median(ratios),
@@ -369,5 +402,13 @@ mod tests {
         assert_eq!(services_of("sshd+apache").unwrap(), ["sshd", "apache"]);
         assert!(services_of("ftp").unwrap_err().contains("ftp"));
         assert!(services_of("sshd+").is_err());
+    }
+
+    #[test]
+    fn event_shares_name_rows_as_percentages() {
+        assert_eq!(percent(0.3), "30%");
+        assert_eq!(percent(0.02), "2%");
+        assert_eq!(percent(0.025), "2.5%");
+        assert_eq!(percent(1.0), "100%");
     }
 }
