@@ -260,6 +260,14 @@ pub struct UdpDatagram<'a> {
 impl<'a> UdpDatagram<'a> {
     /// Parses an IPv4/UDP frame; TCP and anything else is an error.
     pub fn parse(frame: &'a [u8]) -> Result<Self, ParseError> {
+        match Self::parse_plain(frame) {
+            Some(d) => Ok(d),
+            None => Self::parse_layered(frame),
+        }
+    }
+
+    /// The general parser: every header checked layer by layer.
+    fn parse_layered(frame: &'a [u8]) -> Result<Self, ParseError> {
         let layout = Layout::parse(frame)?;
         if layout.protocol != PROTO_UDP {
             return Err(ParseError::UnsupportedProtocol);
@@ -278,6 +286,46 @@ impl<'a> UdpDatagram<'a> {
             },
             payload: &frame
                 [layout.l4_offset + l4::UDP_HEADER_LEN..layout.l4_offset + usize::from(udp.len())],
+        })
+    }
+}
+
+impl<'a> UdpDatagram<'a> {
+    /// [`UdpDatagram::parse`] of the usual frame, an unfragmented IPv4
+    /// datagram with a 20-byte header carrying UDP, read at fixed offsets
+    /// from one 42-byte header array; `None` for anything else (including
+    /// every malformed frame), which the general parser then reads and
+    /// names the error of. The KV server parses a frame per batch, and the
+    /// layered checks cost it ~130 instructions a frame; the test
+    /// `plain_udp_parse_matches_the_layered_parser` holds the two equal.
+    #[inline]
+    fn parse_plain(frame: &'a [u8]) -> Option<Self> {
+        let h: &[u8; UDP_PAYLOAD_OFFSET] = frame.get(..UDP_PAYLOAD_OFFSET)?.try_into().ok()?;
+        let be = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+        let total = usize::from(be(16));
+        let udp_len = usize::from(be(38));
+        let plain = be(12) == ethernet::ETHERTYPE_IPV4
+            && h[14] == 0x45
+            && h[23] == PROTO_UDP
+            && be(20) & 0x3FFF == 0
+            && total <= frame.len() - ethernet::HEADER_LEN
+            && udp_len >= l4::UDP_HEADER_LEN
+            && udp_len + ipv4::MIN_HEADER_LEN <= total;
+        if !plain {
+            return None;
+        }
+        let mac = |at: usize| MacAddr(h[at..at + 6].try_into().expect("6 bytes"));
+        let ip = |at: usize| Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3]);
+        Some(UdpDatagram {
+            endpoints: Endpoints {
+                src_mac: mac(6),
+                dst_mac: mac(0),
+                src_ip: ip(26),
+                dst_ip: ip(30),
+                src_port: be(34),
+                dst_port: be(36),
+            },
+            payload: &frame[UDP_PAYLOAD_OFFSET..UDP_PAYLOAD_OFFSET - l4::UDP_HEADER_LEN + udp_len],
         })
     }
 }
@@ -465,6 +513,62 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Equal results, field by field (`UdpDatagram` holds no `PartialEq`).
+    fn same(
+        a: &Result<UdpDatagram<'_>, ParseError>,
+        b: &Result<UdpDatagram<'_>, ParseError>,
+    ) -> bool {
+        match (a, b) {
+            (Ok(a), Ok(b)) => a.endpoints == b.endpoints && a.payload == b.payload,
+            (Err(a), Err(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn plain_udp_parse_matches_the_layered_parser() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut plain = 0;
+        for round in 0..20_000 {
+            let mut buf = [0u8; 256];
+            let payload_len = round % 97;
+            let payload: Vec<u8> = (0..payload_len as u8).collect();
+            let n = emit_udp_frame(&mut buf, &endpoints(), &payload).unwrap();
+            // Damage up to three bytes of the headers (or of the length
+            // fields in particular), and sometimes cut the frame short.
+            for _ in 0..round % 4 {
+                x = crate::hash::mix64(x);
+                let at = if x & 1 == 0 {
+                    [12, 13, 14, 16, 17, 20, 21, 23, 38, 39][(x >> 8) as usize % 10]
+                } else {
+                    (x >> 8) as usize % UDP_PAYLOAD_OFFSET
+                };
+                buf[at] = (x >> 32) as u8;
+            }
+            x = crate::hash::mix64(x);
+            let len = if x % 5 == 0 {
+                (x >> 16) as usize % (n + 1)
+            } else {
+                n
+            };
+            let frame = &buf[..len];
+            let fast = UdpDatagram::parse(frame);
+            let slow = UdpDatagram::parse_layered(frame);
+            assert!(
+                same(&fast, &slow),
+                "round {round}: {:?} vs {:?}",
+                fast.map(|d| d.payload.len()),
+                slow.map(|d| d.payload.len())
+            );
+            plain += usize::from(UdpDatagram::parse_plain(frame).is_some());
+        }
+        // Both paths were exercised.
+        assert!(
+            (2_000..19_000).contains(&plain),
+            "{plain} frames took the plain path"
+        );
     }
 
     #[test]
