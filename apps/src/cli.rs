@@ -206,7 +206,10 @@ pub struct Served {
 
 /// Polls `d` with `h` until `--duration-s` has passed (or forever), with a
 /// progress line every `--progress-s` on stderr (`extra` adds to it) and
-/// `tick` called about every 10 ms (e.g. for periodic reports).
+/// `tick` called about every 10 ms (e.g. for periodic reports). Fails with
+/// [`enso::DeviceError::Gone`] once the device has gone (checked about
+/// every 10 ms): a device that is gone delivers nothing, and serving on
+/// would wait forever or end as if all was well.
 pub fn serve<D: AppDriver<H>, H>(
     who: &str,
     a: &ConnectArgs,
@@ -232,6 +235,7 @@ pub fn serve<D: AppDriver<H>, H>(
             busy += now - t;
         }
         if now - last_tick >= Duration::from_millis(10) {
+            d.device().check_alive()?;
             tick(h);
             last_tick = now;
             if stop.is_some_and(|s| now - start >= s) {

@@ -6,6 +6,7 @@
 //! NIC-side partner of each Release/Acquire.
 
 use std::fs::File;
+use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -190,8 +191,9 @@ pub struct DeviceStats {
 
 /// Keeps an attachment alive; detaches when dropped.
 enum Keepalive {
-    /// Standalone device: the control connection; closing it detaches.
-    Socket(#[allow(dead_code)] UnixStream),
+    /// Standalone device: the control connection (non-blocking); closing
+    /// it detaches, and the device closing it means the device is gone.
+    Socket(UnixStream),
     /// In-process threaded device.
     Control(NicControl, u32),
     /// Stepped engine: the caller detaches (or drops the engine).
@@ -383,15 +385,19 @@ impl Device {
         let (info, sock) =
             nic_emu::device::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
         let want = region_bytes(&opts, info.pipe_size, info.notif_ring_entries);
-        if want > info.dma_len {
+        let (info, sock) = if want > info.dma_len {
             drop(sock);
-            let (info, sock) = nic_emu::device::attach_remote(
+            nic_emu::device::attach_remote(
                 &devdir,
                 request(&opts, info.pipe_size, info.notif_ring_entries),
             )
-            .map_err(AttachError::Device)?;
-            return Self::from_info(info, opts, Keepalive::Socket(sock));
-        }
+            .map_err(AttachError::Device)?
+        } else {
+            (info, sock)
+        };
+        // The device sends nothing after its answer: `check_alive` reads
+        // the connection without waiting, to see whether it was closed.
+        sock.set_nonblocking(true)?;
         Self::from_info(info, opts, Keepalive::Socket(sock))
     }
 
@@ -1310,6 +1316,38 @@ impl Device {
         Ok(())
     }
 
+    /// Whether the device is still there: for a standalone device (opened
+    /// with [`Device::open`] or [`Device::open_in`]), [`DeviceError::Gone`]
+    /// once it has closed the attachment, as its process does when it exits
+    /// or is killed. A device that is gone completes nothing and delivers
+    /// nothing, so a loop that may wait for traffic indefinitely should call
+    /// this now and then (it is one non-blocking read of the control
+    /// connection). In-process devices and stepped engines live as long as
+    /// their owner in this process: always `Ok`.
+    pub fn check_alive(&self) -> Result<(), DeviceError> {
+        let Keepalive::Socket(s) = &self._keep else {
+            return Ok(());
+        };
+        let mut byte = [0u8; 1];
+        match (&*s).read(&mut byte) {
+            // End of stream: the device closed its end.
+            Ok(0) => Err(DeviceError::Gone),
+            // The protocol has the device send nothing after its answer;
+            // whatever it sent does not say it is gone.
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(())
+            }
+            // A reset connection (or any other failure of it).
+            Err(_) => Err(DeviceError::Gone),
+        }
+    }
+
     /// TX notifications sent but not completed.
     pub fn tx_in_flight(&self) -> u32 {
         self.tx_inflight
@@ -1488,5 +1526,36 @@ mod tests {
         fake_device(d, "honest", info);
         let dev = Device::open_in(d, "honest", opts()).expect("honest answer");
         assert_eq!(dev.info().notif_ring_entries, 256);
+    }
+
+    #[test]
+    fn check_alive_tells_when_the_device_closed_the_attachment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let info = answer(d, "held");
+        create_files(&info, info.dma_len);
+        let devdir = d.join("enso-held");
+        std::fs::create_dir_all(&devdir).expect("device dir");
+        let l = UnixListener::bind(devdir.join(nic_emu::device::CONTROL_SOCKET)).expect("bind");
+        // A device that holds the connection until told to go.
+        let (go, gone) = std::sync::mpsc::channel::<()>();
+        let device = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().expect("accept");
+            let mut line = String::new();
+            BufReader::new(&s).read_line(&mut line).expect("request");
+            let resp = nic_emu::device::ControlResponse::Attached(info);
+            let mut out = serde_json::to_string(&resp).expect("json");
+            out.push('\n');
+            s.write_all(out.as_bytes()).expect("answer");
+            let _ = gone.recv();
+        });
+        let dev = Device::open_in(d, "held", opts()).expect("attach");
+        assert_eq!(dev.check_alive(), Ok(()));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(dev.check_alive(), Ok(()), "nothing to read is not gone");
+        go.send(()).expect("device thread");
+        device.join().expect("device thread");
+        assert_eq!(dev.check_alive(), Err(DeviceError::Gone));
+        assert_eq!(dev.check_alive(), Err(DeviceError::Gone), "and stays gone");
     }
 }

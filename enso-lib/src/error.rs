@@ -37,13 +37,18 @@ pub enum AllocError {
     Device(#[from] DeviceError),
 }
 
-/// The device stopped taking register writes or completing notifications.
+/// The device stopped taking register writes or completing notifications,
+/// or is gone.
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone, Copy)]
 pub enum DeviceError {
     #[error("device stalled: posted-write queue did not drain")]
     MmioStalled,
     #[error("device stalled: TX notifications are not being completed")]
     TxStalled,
+    /// The device closed the attachment: its process exited or was killed
+    /// (see [`crate::Device::check_alive`]).
+    #[error("device gone: it closed the attachment (its process exited)")]
+    Gone,
 }
 
 /// Handing received bytes back failed; nothing was freed.

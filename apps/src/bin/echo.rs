@@ -3,7 +3,7 @@
 //! Allocates RX/TX pipes that receive fallback traffic, increments the echo
 //! byte of every frame and sends it back in place.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use enso::{DeviceOptions, EnsoDriver};
@@ -22,6 +22,9 @@ struct Args {
     #[arg(long)]
     prefetch: Option<bool>,
 }
+
+/// How often the loop checks that the device is still there.
+const ALIVE_CHECK: Duration = Duration::from_millis(10);
 
 fn main() -> std::process::ExitCode {
     cli::main_with("echo", || run(&nic_emu::args::parse_or_exit("echo")))
@@ -51,9 +54,16 @@ fn run(a: &Args) -> CliResult<()> {
     let start = Instant::now();
     let mut last = Instant::now();
     let mut last_frames = 0;
+    let mut last_check = Instant::now();
     loop {
         for _ in 0..256 {
             d.poll(&mut echo)?;
+        }
+        // A device that is gone delivers nothing: without this the loop
+        // would wait forever, or end as if all was well.
+        if last_check.elapsed() >= ALIVE_CHECK {
+            d.dev.check_alive()?;
+            last_check = Instant::now();
         }
         if stop.is_some_and(|s| start.elapsed() >= s) {
             break;

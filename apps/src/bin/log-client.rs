@@ -45,6 +45,8 @@ struct Args {
     gbps: Option<f64>,
 }
 
+/// How often the send loop checks that the device is still there.
+const ALIVE_CHECK: Duration = Duration::from_millis(10);
 /// Most bytes of synthetic log (it is generated in memory).
 const MAX_BYTES: usize = 1 << 30;
 /// Highest --gbps.
@@ -133,6 +135,7 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
     let every = (a.connect.progress_s > 0.0).then(|| Duration::from_secs_f64(a.connect.progress_s));
     let start = Instant::now();
     let (mut last, mut last_bytes) = (Instant::now(), 0u64);
+    let mut last_check = Instant::now();
     loop {
         if a.passes > 1 && src.passes >= a.passes {
             break;
@@ -142,6 +145,13 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
             break;
         }
         let now = Instant::now();
+        // A device that is gone completes nothing: sends would find the
+        // TX pipe full forever (or until --duration-s, then end as if all
+        // was well).
+        if now - last_check >= ALIVE_CHECK {
+            c.dev.check_alive()?;
+            last_check = now;
+        }
         if stop.is_some_and(|s| now - start >= s) {
             break;
         }
@@ -159,6 +169,7 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
     let t = Instant::now();
     while c.dev.tx_in_flight() > 0 && t.elapsed() < Duration::from_secs(2) {
         c.dev.reap_completions()?;
+        c.dev.check_alive()?;
     }
     let secs = start.elapsed().as_secs_f64();
     if a.connect.json {

@@ -1,0 +1,132 @@
+//! An application whose device process dies mid-run says so in one line
+//! and fails, rather than waiting forever or ending as if all was well.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nic_emu::{DeviceConfig, Nic, RunOptions};
+
+/// Set (to the directory) in the environment of the device process.
+const DEVICE_DIR: &str = "ENSO_APPS_TEST_DEVICE_DIR";
+/// Printed by the device process once an application has attached (after
+/// the test harness's own words on the same line).
+const ATTACHED: &str = "device: attached";
+
+/// Not a test: the device process that `the_apps_fail_when_their_device_dies`
+/// starts (this test binary run again with only this test). Runs a device
+/// named `gone` with a generator on port 0 until killed.
+#[test]
+#[ignore = "run by another test as a device process"]
+fn device_process() {
+    let dir = std::env::var(DEVICE_DIR).expect("run by the_apps_fail_when_their_device_dies");
+    let gen = nic_emu::spec::parse_wire("generator:size=64,pps=100000").unwrap();
+    let mut cfg = DeviceConfig::new("gone", gen);
+    cfg.dir = dir.into();
+    let opts = RunOptions {
+        listen: true,
+        ..Default::default()
+    };
+    let nic = Nic::start(cfg, opts).expect("device starts");
+    let start = Instant::now();
+    while nic.stats().apps.is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "nobody attached");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("{ATTACHED}");
+    // Until the test kills this process.
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+/// Starts the device process in `dir`; returns once `app` has attached.
+fn device_with(dir: &Path, app: &mut dyn FnMut() -> Child) -> (Child, Child) {
+    let mut dev = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "device_process", "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(DEVICE_DIR, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = dir.join("enso-gone").join(nic_emu::device::CONTROL_SOCKET);
+    let start = Instant::now();
+    while !sock.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no device");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let child = app();
+    let mut lines = BufReader::new(dev.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("the device process ended").unwrap();
+        if line.ends_with(ATTACHED) {
+            break;
+        }
+    }
+    (dev, child)
+}
+
+/// Waits for `child` to exit, for at most `limit` (then kills it and
+/// fails); returns its status and standard error.
+fn wait_at_most(mut child: Child, limit: Duration, app: &str) -> (ExitStatus, String) {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{app} still running {limit:?} after its device died");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
+}
+
+#[test]
+fn the_apps_fail_when_their_device_dies() {
+    for (app, bin, extra) in [
+        ("echo", env!("CARGO_BIN_EXE_echo"), &[][..]),
+        (
+            "maglev",
+            env!("CARGO_BIN_EXE_maglev"),
+            &["--backend-count", "4"][..],
+        ),
+        (
+            "log-client",
+            env!("CARGO_BIN_EXE_log-client"),
+            &["--passes", "0"][..],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap().to_string();
+        // No --duration-s: they would run until killed.
+        let (mut dev, child) = device_with(dir.path(), &mut || {
+            Command::new(bin)
+                .args(["--device", "gone", "--dir", &d, "--progress-s", "0"])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        });
+        // Let it serve (or send) for a while first.
+        std::thread::sleep(Duration::from_millis(300));
+        dev.kill().unwrap();
+        dev.wait().unwrap();
+        let (status, err) = wait_at_most(child, Duration::from_secs(10), app);
+        assert_eq!(status.code(), Some(1), "{app}: {err}");
+        assert_eq!(
+            err,
+            format!("{app}: device gone: it closed the attachment (its process exited)\n")
+        );
+    }
+}
