@@ -257,6 +257,9 @@ impl Config {
 /// usable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// `-` for an output that only goes to a file.
+    #[error("{0} -: only --json writes to standard output; give a file name (./- for a file called '-')")]
+    NotStdout(&'static str),
     /// Two of the files named would be the same file.
     #[error("{0} and {1} name the same file ({2})")]
     SameFile(&'static str, &'static str, String),
@@ -457,9 +460,20 @@ impl Args {
             return Err(ConfigError::TwoRates);
         }
         let rate = positional.or(self.rate).unwrap_or_else(Rate::line);
+        // `-` is standard output for --json only: for the other outputs it
+        // would silently make a file called `-`.
+        let stdout = std::path::Path::new(STDOUT);
+        for (flag, p) in [
+            ("--capture", &self.capture),
+            ("--save", &self.save),
+            ("--rtt-hist", &self.rtt_hist),
+        ] {
+            if p.as_deref() == Some(stdout) {
+                return Err(ConfigError::NotStdout(flag));
+            }
+        }
         // Every file named is a different file: an output must not replace
         // the pcap being replayed, nor another output.
-        let stdout = std::path::Path::new(STDOUT);
         let files = [
             ("PCAP", self.pcap.as_deref()),
             ("--json", self.json.as_deref().filter(|p| *p != stdout)),

@@ -54,6 +54,27 @@ fn wrong_arguments() {
 }
 
 #[test]
+fn a_dash_is_standard_output_for_json_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--capture", "--save", "--rtt-hist"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pktgen"))
+            .args(["--in-process", "--count", "10", flag, "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "pktgen: {flag} -: only --json writes to standard output; \
+                 give a file name (./- for a file called '-')\n"
+            )
+        );
+        assert!(!dir.path().join("-").exists(), "{flag} made a file '-'");
+    }
+}
+
+#[test]
 fn missing_and_corrupt_pcaps() {
     let dir = tempfile::tempdir().unwrap();
     let m = one_line_error(&[s(&dir.path().join("none.pcap"))]);
