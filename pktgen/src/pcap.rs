@@ -69,6 +69,9 @@ pub enum PcapErrorKind {
     /// A pcapng file.
     #[error("pcapng is not supported; convert it with `editcap -F pcap`")]
     PcapNg,
+    /// A header version this reader does not know.
+    #[error("pcap format version {0}.{1} is not supported (2.0 to 2.4 are)")]
+    Version(u16, u16),
     /// Not Ethernet frames.
     #[error("link type {0} is not Ethernet (1)")]
     LinkType(u32),
@@ -175,6 +178,12 @@ fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
         pcap_file::PcapError::IoError(e) => PcapErrorKind::Io(e),
         _ => PcapErrorKind::BadMagic(be),
     })?;
+    // libpcap has written 2.4 for decades; another version lays out its
+    // headers differently, or is a corrupt header read as if it were not.
+    let (major, minor) = (reader.header().version_major, reader.header().version_minor);
+    if major != 2 || minor > 4 {
+        return Err(PcapErrorKind::Version(major, minor));
+    }
     let link = u32::from(reader.header().datalink);
     if link != LINKTYPE_ETHERNET {
         return Err(PcapErrorKind::LinkType(link));
@@ -735,6 +744,29 @@ mod tests {
         ));
         let ng = [0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0];
         assert!(matches!(kind_of(&ng), PcapErrorKind::PcapNg));
+        // Versions other than 2.0 to 2.4.
+        for (major, minor) in [(99u16, 4u16), (2, 5), (1, 0), (0, 0), (4, 2)] {
+            let mut v = pcap_of(&frames(&[60], FrameKind::Ipv4Udp));
+            v[4..6].copy_from_slice(&major.to_le_bytes());
+            v[6..8].copy_from_slice(&minor.to_le_bytes());
+            let e = ReplaySet::from_reader(v.as_slice(), "v.pcap").unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "v.pcap: pcap format version {major}.{minor} is not supported (2.0 to 2.4 are)"
+                )
+            );
+        }
+        for minor in [0u16, 3, 4] {
+            let mut v = pcap_of(&frames(&[60], FrameKind::Ipv4Udp));
+            v[6..8].copy_from_slice(&minor.to_le_bytes());
+            assert_eq!(
+                ReplaySet::from_reader(v.as_slice(), "v.pcap")
+                    .unwrap()
+                    .len(),
+                1
+            );
+        }
         // Linux cooked capture.
         let sll = pcap_bytes(113, &[]);
         let e = ReplaySet::from_reader(sll.as_slice(), "sll.pcap").unwrap_err();
