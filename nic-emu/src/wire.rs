@@ -97,8 +97,20 @@ fn l2(frame: &[u8]) -> Option<(usize, u16)> {
 /// The frame length stated by the frame's own headers.
 ///
 /// `Ok(None)` means the frame is opaque (its headers state no length).
+/// [`FrameError::Oversize`] if they state more than [`MAX_FRAME`] bytes.
 #[inline]
 pub fn stated_len(frame: &[u8]) -> Result<Option<usize>, FrameError> {
+    match stated_len_unbounded(frame)? {
+        Some(len) if len > MAX_FRAME => Err(FrameError::Oversize),
+        stated => Ok(stated),
+    }
+}
+
+/// [`stated_len`] without its bound: what the headers say, up to 65535
+/// bytes plus the headers around the length field (for messages that must
+/// say what a frame claims).
+#[inline]
+pub fn stated_len_unbounded(frame: &[u8]) -> Result<Option<usize>, FrameError> {
     let (hl, ty) = l2(frame).ok_or(FrameError::Truncated)?;
     let len = match ty {
         ETHERTYPE_IPV4 => {
@@ -125,9 +137,6 @@ pub fn stated_len(frame: &[u8]) -> Result<Option<usize>, FrameError> {
         t if t <= 1500 => hl + t as usize,
         _ => return Ok(None),
     };
-    if len > MAX_FRAME {
-        return Err(FrameError::Oversize);
-    }
     Ok(Some(len))
 }
 
@@ -448,6 +457,11 @@ mod tests {
         f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
         f[16..18].copy_from_slice(&200u16.to_be_bytes());
         assert_eq!(place(&f), Err(FrameError::Truncated));
+        // ... or more than the largest frame: what it states is still known.
+        f[16..18].copy_from_slice(&65535u16.to_be_bytes());
+        assert_eq!(place(&f), Err(FrameError::Oversize));
+        assert_eq!(stated_len(&f), Err(FrameError::Oversize));
+        assert_eq!(stated_len_unbounded(&f), Ok(Some(14 + 65535)));
         // IPv4 total length below its own header.
         f[16..18].copy_from_slice(&4u16.to_be_bytes());
         assert_eq!(place(&f), Err(FrameError::BadLength));

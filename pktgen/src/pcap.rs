@@ -123,6 +123,19 @@ pub enum ReplayError {
         /// Bytes on the wire.
         original: u32,
     },
+    /// Headers that state a length the frame does not have.
+    #[error(
+        "frame {frame} is {len} bytes but its headers state a length of {stated}; \
+         at most {len} (the bytes captured) is accepted"
+    )]
+    StatedLength {
+        /// Frame number, from 1.
+        frame: u64,
+        /// Its length.
+        len: usize,
+        /// The length its headers state.
+        stated: usize,
+    },
     /// Headers that contradict the frame's length.
     #[error("frame {frame}: {source}")]
     Undelimitable {
@@ -332,7 +345,17 @@ impl ReplaySet {
         if len < MIN_FRAME {
             return Err(ReplayError::FrameTooSmall { frame, len });
         }
-        let p = wire::place(data).map_err(|source| ReplayError::Undelimitable { frame, source })?;
+        let p = wire::place(data).map_err(|source| {
+            // A length beyond the frame (up to 65535 in an IPv4 header): say
+            // what it is and what would do, rather than "oversize" or
+            // "truncated" of a frame that is neither.
+            match wire::stated_len_unbounded(data) {
+                Ok(Some(stated)) if stated > len => {
+                    ReplayError::StatedLength { frame, len, stated }
+                }
+                _ => ReplayError::Undelimitable { frame, source },
+            }
+        })?;
         if p.len < len {
             self.trimmed += 1;
         }
@@ -830,9 +853,23 @@ mod tests {
             e,
             PcapErrorKind::Replay(ReplayError::FrameTooSmall { frame: 1, len: 10 })
         ));
-        // IPv4 claiming more bytes than the frame has.
+        // IPv4 claiming more bytes than the frame has, beyond the NIC's
+        // largest frame or not: the message gives both lengths.
+        for (tot, stated) in [(1000u16, 1014), (1600, 1614), (65535, 65549)] {
+            let mut lying = f.clone();
+            lying[16..18].copy_from_slice(&tot.to_be_bytes());
+            let e = kind_of(&pcap_bytes(1, &[(200, 200, &lying)]));
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "frame 1 is 200 bytes but its headers state a length of {stated}; \
+                     at most 200 (the bytes captured) is accepted"
+                )
+            );
+        }
+        // A total length below the IPv4 header is no length at all.
         let mut lying = f.clone();
-        lying[16..18].copy_from_slice(&1000u16.to_be_bytes());
+        lying[16..18].copy_from_slice(&10u16.to_be_bytes());
         let e = kind_of(&pcap_bytes(1, &[(200, 200, &lying)]));
         assert!(matches!(
             e,
