@@ -115,7 +115,7 @@ pub fn check_delay_ns(what: &str, ns: u64) -> Result<u64, String> {
         Ok(ns)
     } else {
         Err(format!(
-            "{what} {ns} ns: at most {MAX_DELAY_NS} ns (1 s) is supported"
+            "{what} must be in 0..={MAX_DELAY_NS} ns (at most 1 s), not {ns}"
         ))
     }
 }
@@ -411,7 +411,10 @@ impl DeviceConfig {
         for (i, w) in self.ports.iter().enumerate() {
             match w {
                 WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {
-                    return Err(format!("port {i}: cable to missing port {peer}"))
+                    return Err(format!(
+                        "port {i}: cable to port {peer}, which does not exist (ports are 0..={}, one per --port)",
+                        self.ports.len() - 1
+                    ))
                 }
                 WireConfig::Cable { delay_ns, .. } => {
                     check_delay_ns("cable delay", *delay_ns)
@@ -552,8 +555,27 @@ mod tests {
         let cable = |delay_ns| DeviceConfig::new("cable", WireConfig::Cable { peer: 0, delay_ns });
         assert_eq!(cable(MAX_DELAY_NS).validate(), Ok(()));
         let e = cable(u64::MAX).validate().expect_err("huge delay accepted");
-        assert!(e.starts_with("port 0: cable delay"), "{e}");
+        assert_eq!(
+            e,
+            format!(
+                "port 0: cable delay must be in 0..=1000000000 ns (at most 1 s), not {}",
+                u64::MAX
+            )
+        );
         assert_eq!(check_delay_ns("x", 0), Ok(0));
+        let e = DeviceConfig::new(
+            "cable",
+            WireConfig::Cable {
+                peer: 3,
+                delay_ns: 0,
+            },
+        )
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "port 0: cable to port 3, which does not exist (ports are 0..=0, one per --port)"
+        );
     }
 
     #[test]

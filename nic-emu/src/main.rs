@@ -32,9 +32,9 @@ enum Cmd {
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
         /// Port wiring, one per port: null, loopback, cable:N[:delay=NS]
-        /// (delay at most 1e9 ns),
+        /// (N: another port's index; delay in whole ns, 0..=1000000000),
         /// generator[:size=64,flows=N,pps=R,count=N,inflight=N,burst=1..4096,kinds=ipv4/ipv6/raw,echo=N,verify=full|seq]
-        /// (flows, count and
+        /// (each option at most once; flows, count and
         /// inflight at least 1, pps finite and above 0).
         #[arg(long = "port", default_value = "loopback")]
         ports: Vec<String>,
@@ -48,7 +48,7 @@ enum Cmd {
         /// reactive, per-packet or reactive-prefetch.
         #[arg(long, default_value = "reactive")]
         mode: NotificationMode,
-        /// Emulated one-way interconnect latency (ns, at most 1e9).
+        /// Emulated one-way interconnect latency (whole ns, 0..=1000000000).
         #[arg(long, default_value_t = 0)]
         latency_ns: u64,
         /// While saturated, apply posted register writes after this many

@@ -6,7 +6,8 @@
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
 
 use crate::config::{
-    check_burst, check_delay_ns, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig,
+    check_burst, check_delay_ns, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel,
+    WireConfig, MAX_DELAY_NS,
 };
 use crate::testframe::FrameKind;
 
@@ -59,7 +60,10 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                 None if opt.is_empty() => 0,
                 Some(("delay", v)) => {
                     let ns = v.parse().map_err(|_| {
-                        format!("cable option delay: '{v}' is not a valid number of ns")
+                        format!(
+                            "cable delay must be a whole number of ns in 0..={MAX_DELAY_NS} \
+                             (at most 1 s), not '{v}'"
+                        )
                     })?;
                     check_delay_ns("cable delay", ns)?
                 }
@@ -69,10 +73,22 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
         }
         "generator" | "gen" => {
             let mut g = GeneratorConfig::default();
-            for kv in rest.split(',').filter(|x| !x.is_empty()) {
+            let mut seen: Vec<&str> = Vec::new();
+            // `generator` and `generator:` alone take every default.
+            for kv in rest.split(',').filter(|_| !rest.is_empty()) {
+                if kv.is_empty() {
+                    return Err(format!(
+                        "generator options '{rest}': an empty option (two commas, or one at an end)"
+                    ));
+                }
                 let (k, v) = kv
                     .split_once('=')
                     .ok_or_else(|| format!("generator option '{kv}' is not key=value"))?;
+                // A later value would silently replace the earlier one.
+                if seen.contains(&k) {
+                    return Err(format!("generator option {k} is given twice; give it once"));
+                }
+                seen.push(k);
                 match k {
                     "size" => g.sizes = parse_sizes(v)?,
                     "kinds" => {
@@ -185,11 +201,51 @@ mod tests {
     }
 
     #[test]
+    fn generator_options_are_given_once_and_none_is_empty() {
+        for (bad, says) in [
+            (
+                "generator:size=64,size=128",
+                "generator option size is given twice; give it once",
+            ),
+            (
+                "generator:pps=1000,flows=2,pps=5",
+                "generator option pps is given twice; give it once",
+            ),
+            (
+                "generator:size=64,,flows=2",
+                "generator options 'size=64,,flows=2': an empty option (two commas, or one at an end)",
+            ),
+            (
+                "generator:size=64,",
+                "generator options 'size=64,': an empty option (two commas, or one at an end)",
+            ),
+            (
+                "generator:,",
+                "generator options ',': an empty option (two commas, or one at an end)",
+            ),
+        ] {
+            assert_eq!(parse_wire(bad).unwrap_err(), says, "{bad}");
+        }
+        for ok in ["generator", "gen:", "generator:size=64,flows=2"] {
+            assert!(parse_wire(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
     fn cable_delays_are_cable_options_and_bounded() {
-        let e = parse_wire("cable:1:delay=-1").unwrap_err();
-        assert!(e.starts_with("cable option delay"), "{e}");
-        let e = parse_wire("cable:1:delay=1000000001").unwrap_err();
-        assert!(e.contains("cable delay"), "{e}");
+        for v in ["-1", "1e9", "x", "18446744073709551616", ""] {
+            assert_eq!(
+                parse_wire(&format!("cable:1:delay={v}")).unwrap_err(),
+                format!(
+                    "cable delay must be a whole number of ns in 0..=1000000000 (at most 1 s), \
+                     not '{v}'"
+                )
+            );
+        }
+        assert_eq!(
+            parse_wire("cable:1:delay=1000000001").unwrap_err(),
+            "cable delay must be in 0..=1000000000 ns (at most 1 s), not 1000000001"
+        );
         assert_eq!(
             parse_wire("cable:1:delay=1000000000"),
             Ok(WireConfig::Cable {

@@ -147,8 +147,22 @@ fn out_of_range_run_settings_give_one_clear_line() {
             run(&["--port", "generator:inflight=0"]),
             "in-flight window 0",
         ),
-        (run(&["--port", "cable:0:delay=-1"]), "cable option delay"),
-        (run(&["--port", "cable:0:delay=5000000000"]), "cable delay"),
+        (
+            run(&["--port", "cable:0:delay=-1"]),
+            "cable delay must be a whole number of ns in 0..=1000000000",
+        ),
+        (
+            run(&["--port", "cable:0:delay=5000000000"]),
+            "cable delay must be in 0..=1000000000 ns",
+        ),
+        (
+            run(&["--port", "cable:1"]),
+            "cable to port 1, which does not exist (ports are 0..=0",
+        ),
+        (
+            run(&["--port", "generator:size=64,size=128"]),
+            "generator option size is given twice",
+        ),
         (
             run(&["--latency-ns", "18446744073709551615"]),
             "interconnect latency",
