@@ -90,6 +90,25 @@ where
 
 pub use nic_emu::cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};
 
+/// Checks `--pipes` (alias `--queues`) against the ids the device has:
+/// [`nic_emu::layout::MAX_PIPES`] pipes on Ensō,
+/// [`nic_emu::layout::MAX_DESC_QUEUES`] descriptor queues on the packetized
+/// interface. (A device may refuse fewer, if their memory is above its
+/// limit; it then says so.)
+pub fn check_pipes(interface: Interface, pipes: u32) -> CliResult<()> {
+    let (max, what) = match interface {
+        Interface::Enso => (nic_emu::layout::MAX_PIPES, "pipe ids"),
+        Interface::Packetized => (nic_emu::layout::MAX_DESC_QUEUES, "descriptor queues"),
+    };
+    if !(1..=max).contains(&pipes) {
+        return Err(format!(
+            "--pipes must be in 1..={max} on the {interface} interface (the device's {what}), not {pipes}"
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Checks the core `core` given with `flag`: one of `usable` (from
 /// [`usable_cores`]), or, if that list is empty, below [`CPU_SET_SIZE`].
 /// Pinning to any other core fails (or, at [`CPU_SET_SIZE`] and above,
@@ -129,11 +148,21 @@ impl ConnectArgs {
     /// Attaches to the device with `opts`.
     pub fn open(&self, opts: DeviceOptions) -> CliResult<Device> {
         Device::open_in(&self.dir, &self.device, opts).map_err(|e| {
+            // Ask whether it runs only if it cannot be reached: a running
+            // device that refused says why itself.
+            let sock = self
+                .dir
+                .join(format!("enso-{}", self.device))
+                .join(nic_emu::device::CONTROL_SOCKET);
+            let hint = if std::os::unix::net::UnixStream::connect(sock).is_err() {
+                format!(" (is `nic-emu run --name {}` running?)", self.device)
+            } else {
+                String::new()
+            };
             format!(
-                "cannot attach to device '{}' in {}: {e} (is `nic-emu run --name {}` running?)",
+                "cannot attach to device '{}' in {}: {e}{hint}",
                 self.device,
                 self.dir.display(),
-                self.device
             )
             .into()
         })
@@ -144,9 +173,7 @@ impl ServeArgs {
     /// Checks the values clap cannot.
     pub fn check(&self) -> CliResult<()> {
         self.connect.check()?;
-        if self.pipes == 0 {
-            return Err("--pipes must be at least 1".into());
-        }
+        check_pipes(self.interface, self.pipes)?;
         // A burst is a buffer of that many frame handles: bounded by the
         // largest ring, which it could never fill beyond anyway.
         if !(1..=65536).contains(&self.burst) {
@@ -357,6 +384,26 @@ mod tests {
         }
         assert!(!pin_current(CPU_SET_SIZE));
         assert!(!pin_current(usize::MAX));
+    }
+
+    #[test]
+    fn pipes_are_bounded_by_the_ids_the_device_has() {
+        for (iface, max, what) in [
+            (Interface::Enso, 8192, "pipe ids"),
+            (Interface::Packetized, 1024, "descriptor queues"),
+        ] {
+            assert!(check_pipes(iface, 1).is_ok());
+            assert!(check_pipes(iface, max).is_ok());
+            for bad in [0, max + 1, 100_000, u32::MAX] {
+                assert_eq!(
+                    check_pipes(iface, bad).unwrap_err().to_string(),
+                    format!(
+                        "--pipes must be in 1..={max} on the {iface} interface \
+                         (the device's {what}), not {bad}"
+                    )
+                );
+            }
+        }
     }
 
     #[test]

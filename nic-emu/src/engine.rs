@@ -84,8 +84,14 @@ pub enum AttachError {
     NoNbuf,
     #[error("not enough free descriptor queues for {0}")]
     NoQueues(u32),
-    #[error("DMA region of {0} bytes is too small or above the device limit")]
-    BadRegionSize(usize),
+    #[error(
+        "a DMA region of {asked} bytes was asked for; this device accepts {min}..={max} bytes"
+    )]
+    BadRegionSize {
+        asked: usize,
+        min: usize,
+        max: usize,
+    },
     #[error("creating shared memory: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -518,10 +524,13 @@ impl Engine {
     /// Attaches an application: reserves pipe ids and a notification buffer
     /// and creates its DMA region and posted-write queue (mode 0600).
     pub fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, AttachError> {
-        if req.dma_bytes < layout::DMA_RESERVED + layout::PAGE
-            || req.dma_bytes > self.cfg.max_dma_bytes
-        {
-            return Err(AttachError::BadRegionSize(req.dma_bytes));
+        let (min, max) = (layout::DMA_RESERVED + layout::PAGE, self.cfg.max_dma_bytes);
+        if !(min..=max).contains(&req.dma_bytes) {
+            return Err(AttachError::BadRegionSize {
+                asked: req.dma_bytes,
+                min,
+                max,
+            });
         }
         let n = req.pipes as usize;
         let pipe_base =

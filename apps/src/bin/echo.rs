@@ -33,9 +33,7 @@ fn main() -> std::process::ExitCode {
 fn run(a: &Args) -> CliResult<()> {
     // Every value is checked before the device is attached.
     a.connect.check()?;
-    if a.pipes == 0 {
-        return Err("--pipes must be at least 1".into());
-    }
+    cli::check_pipes(enso_apps::nic::Interface::Enso, a.pipes)?;
     let c = &a.connect;
     let stop = c
         .duration_s
