@@ -35,19 +35,34 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
 /// (see [`quiet_stdout_failures`]).
 pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     quiet_stdout_failures(program);
-    match P::try_parse() {
-        Ok(p) => p,
-        Err(e)
-            if !e.use_stderr()
-                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
-        {
-            e.exit()
-        }
-        Err(e) => {
-            eprintln!("{program}: {}", usage_line(&e));
-            std::process::exit(2)
-        }
+    P::try_parse().unwrap_or_else(|e| exit_on(program, e))
+}
+
+/// [`parse_or_exit`], also returning clap's matches (to tell an option given
+/// on the command line from its default, with
+/// [`clap::ArgMatches::value_source`]).
+pub fn parse_matches_or_exit<P: Parser>(program: &str) -> (P, clap::ArgMatches) {
+    quiet_stdout_failures(program);
+    P::command()
+        .try_get_matches()
+        .and_then(|m| {
+            P::from_arg_matches(&m)
+                .map(|p| (p, m))
+                .map_err(|e| e.format(&mut P::command()))
+        })
+        .unwrap_or_else(|e| exit_on(program, e))
+}
+
+/// Prints help or version as clap does, or a usage error as one line, and
+/// exits.
+fn exit_on(program: &str, e: clap::Error) -> ! {
+    if !e.use_stderr()
+        || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        e.exit()
     }
+    eprintln!("{program}: {}", usage_line(&e));
+    std::process::exit(2)
 }
 
 /// A clap error's message on one line: its first paragraph (the message and

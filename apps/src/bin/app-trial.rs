@@ -5,7 +5,8 @@
 //! trial. The experiments call the same function
 //! (`enso_apps::bench_api::run_trial`).
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Parser};
 use enso_apps::bench_api::{
     run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
 };
@@ -73,13 +74,91 @@ struct Args {
 fn main() -> std::process::ExitCode {
     nic_emu::cleanup::remove_devices_on_signal();
     cli::main_with("app-trial", || {
-        run(nic_emu::args::parse_or_exit("app-trial"))
+        let (a, m) = nic_emu::args::parse_matches_or_exit::<Args>("app-trial");
+        run(a, &given(&m))
     })
 }
 
+/// The ids of the options given on the command line (not left at their
+/// defaults).
+fn given(m: &ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
+}
+
+/// Options that only some applications use: (id, flag, the applications).
+const APP_OPTIONS: [(&str, &str, &[AppKind]); 9] = [
+    ("size", "--size", &[AppKind::Maglev, AppKind::Telemetry]),
+    ("flows", "--flows", &[AppKind::Maglev, AppKind::Telemetry]),
+    ("get_ratio", "--get-ratio", &[AppKind::Kv]),
+    ("kv_window", "--kv-window", &[AppKind::Kv]),
+    ("kv_load", "--kv-load", &[AppKind::Kv]),
+    ("log_packets", "--log-packets", &[AppKind::Logmon]),
+    ("log_services", "--log-services", &[AppKind::Logmon]),
+    ("log_load", "--log-load", &[AppKind::Logmon]),
+    ("log_event_share", "--log-event-share", &[AppKind::Logmon]),
+];
+
 impl Args {
+    /// The applications chosen (all by default).
+    fn apps(&self) -> Vec<AppKind> {
+        if self.app.is_empty() {
+            AppKind::ALL.to_vec()
+        } else {
+            self.app.clone()
+        }
+    }
+
+    /// The interfaces chosen (both by default).
+    fn interfaces(&self) -> Vec<Interface> {
+        if self.interface.is_empty() {
+            Interface::ALL.to_vec()
+        } else {
+            self.interface.clone()
+        }
+    }
+
+    /// Checks the values clap cannot, then that every option given (the
+    /// ids in `given`) is used by an application chosen: an option that
+    /// nothing uses would be silently ignored.
+    fn check(&self, given: &[String]) -> CliResult<()> {
+        self.check_values()?;
+        let apps = self.apps();
+        let is_given = |id: &str| given.iter().any(|g| g == id);
+        let names =
+            |v: &[AppKind], sep: &str| v.iter().map(|a| a.name()).collect::<Vec<_>>().join(sep);
+        for (id, flag, users) in APP_OPTIONS {
+            if is_given(id) && !apps.iter().any(|a| users.contains(a)) {
+                return Err(format!(
+                    "{flag} applies only to {}, and --app selects {}",
+                    names(users, " and "),
+                    names(&apps, ", ")
+                )
+                .into());
+            }
+        }
+        if is_given("log_packets") && !self.interfaces().contains(&Interface::Enso) {
+            return Err(
+                "--log-packets applies only to the enso interface, and --interface selects packetized"
+                    .into(),
+            );
+        }
+        let client = (apps.contains(&AppKind::Kv) && self.load.kv_load == KvLoad::Client)
+            || (apps.contains(&AppKind::Logmon) && self.load.log_load == LogLoad::Client);
+        if is_given("client_core") && !client {
+            return Err(
+                "--client-core applies only to a client: kv with --kv-load client, \
+                        or logmon with --log-load client"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks the values clap cannot, whichever applications are chosen.
-    fn check(&self) -> CliResult<()> {
+    fn check_values(&self) -> CliResult<()> {
         cli::seconds("--duration-s", self.duration_s, false)?;
         cli::seconds("--warmup-s", self.warmup_s, true)?;
         // A rate over less than a millisecond is a count of a few batches.
@@ -96,8 +175,8 @@ impl Args {
         if self.rounds == 0 {
             return Err("--rounds must be at least 1".into());
         }
-        if self.pipes == 0 {
-            return Err("--pipes must be at least 1".into());
+        for iface in self.interfaces() {
+            cli::check_pipes(iface, self.pipes)?;
         }
         if self.flows == 0 {
             return Err("--flows must be at least 1".into());
@@ -112,20 +191,12 @@ impl Args {
     }
 }
 
-fn run(a: Args) -> CliResult<()> {
-    a.check()?;
+fn run(a: Args, given: &[String]) -> CliResult<()> {
+    a.check(given)?;
     let duration = cli::seconds("--duration-s", a.duration_s, false)?;
     let warmup = cli::seconds("--warmup-s", a.warmup_s, true)?;
-    let apps = if a.app.is_empty() {
-        AppKind::ALL.to_vec()
-    } else {
-        a.app.clone()
-    };
-    let ifaces = if a.interface.is_empty() {
-        Interface::ALL.to_vec()
-    } else {
-        a.interface.clone()
-    };
+    let apps = a.apps();
+    let ifaces = a.interfaces();
     let opts = a.load.apply(TrialOptions {
         duration,
         warmup,
@@ -211,9 +282,12 @@ mod tests {
     use super::*;
 
     fn check(args: &[&str]) -> Result<(), String> {
-        let a = Args::try_parse_from(std::iter::once("app-trial").chain(args.iter().copied()))
+        use clap::{CommandFactory, FromArgMatches};
+        let m = Args::command()
+            .try_get_matches_from(std::iter::once("app-trial").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        a.check().map_err(|e| e.to_string())
+        let a = Args::from_arg_matches(&m).map_err(|e| e.to_string())?;
+        a.check(&given(&m)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -230,9 +304,13 @@ mod tests {
             "16384",
         ];
         assert_eq!(check(&ok), Ok(()));
-        assert_eq!(check(&["--get-ratio", "0", "--app", "maglev"]), Ok(()));
+        assert_eq!(check(&["--get-ratio", "0", "--app", "kv"]), Ok(()));
         for (flag, v, want) in [
-            ("--pipes", "0", "--pipes must be at least 1"),
+            (
+                "--pipes",
+                "0",
+                "--pipes must be in 1..=8192 on the enso interface (the device's pipe ids), not 0",
+            ),
             ("--flows", "0", "--flows must be at least 1"),
             ("--rounds", "0", "--rounds must be at least 1"),
             (
@@ -261,5 +339,62 @@ mod tests {
         }
         let e = check(&["--client-core", "99999"]).unwrap_err();
         assert!(e.starts_with("--client-core 99999 is not a core"), "{e}");
+        // Queues are fewer than pipes.
+        let e = check(&["--pipes", "2000"]).unwrap_err();
+        assert_eq!(
+            e,
+            "--pipes must be in 1..=1024 on the packetized interface (the device's \
+             descriptor queues), not 2000"
+        );
+        assert_eq!(check(&["--pipes", "2000", "--interface", "enso"]), Ok(()));
+    }
+
+    #[test]
+    fn options_no_chosen_application_uses_are_refused() {
+        for (args, want) in [
+            (
+                &["--log-services", "sshd", "--app", "maglev"][..],
+                "--log-services applies only to logmon, and --app selects maglev",
+            ),
+            (
+                &["--get-ratio", "0.5", "--app", "maglev,logmon"],
+                "--get-ratio applies only to kv, and --app selects maglev, logmon",
+            ),
+            (
+                &["--size", "128", "--app", "kv"],
+                "--size applies only to maglev and telemetry, and --app selects kv",
+            ),
+            (
+                &["--log-event-share", "0.5", "--app", "kv"],
+                "--log-event-share applies only to logmon, and --app selects kv",
+            ),
+            (
+                &["--kv-load", "client", "--app", "telemetry"],
+                "--kv-load applies only to kv, and --app selects telemetry",
+            ),
+            (
+                &["--log-packets", "--app", "logmon", "--interface", "packetized"],
+                "--log-packets applies only to the enso interface, and --interface selects packetized",
+            ),
+            (
+                &["--client-core", "0", "--app", "kv"],
+                "--client-core applies only to a client: kv with --kv-load client, \
+                 or logmon with --log-load client",
+            ),
+        ] {
+            assert_eq!(check(args), Err(want.to_string()), "{args:?}");
+        }
+        for ok in [
+            &["--log-services", "sshd"][..],
+            &["--log-services", "sshd", "--app", "maglev,logmon"],
+            &["--size", "128", "--flows", "4", "--app", "telemetry"],
+            &["--get-ratio", "0.5", "--kv-window", "64", "--app", "kv"],
+            &["--log-packets", "--app", "logmon", "--interface", "enso"],
+            &["--client-core", "0", "--app", "kv", "--kv-load", "client"],
+            // A default value given explicitly is still given.
+            &["--size", "64", "--app", "maglev"],
+        ] {
+            assert_eq!(check(ok), Ok(()), "{ok:?}");
+        }
     }
 }
