@@ -152,6 +152,7 @@ pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<Cache
         },
     };
     if use_perf {
+        super::check_trials_fit(args.trial_ms, args.duration_ms, interfaces.len() as u64)?;
         let placement = args.common.placement()?;
         let results = cache::perf_run(
             &interfaces,

@@ -57,7 +57,8 @@ pub(crate) struct EchoArgs {
     /// CSV and a rate-vs-size plot.
     #[arg(long, value_name = "A,B,...")]
     pub(crate) sizes: Option<String>,
-    /// Interleaved run length per size (a warm-up round included).
+    /// Interleaved run length per size (a warm-up round included): at
+    /// least two rounds of one --trial-ms trial per variant.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub(crate) duration_ms: u64,
     /// Length of one trial.
@@ -235,6 +236,8 @@ pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
         None => super::parse_sizes(&args.size.to_string())?,
     };
     let interfaces = args.interface.interfaces();
+    let variants = interfaces.len() as u64 + u64::from(!args.no_reference);
+    super::check_trials_fit(args.trial_ms, args.duration_ms, variants)?;
     let plans: Vec<EchoPlan> = sizes
         .iter()
         .map(|&size| {

@@ -82,10 +82,17 @@ pub(crate) fn check_out(out: &Option<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses `64,128,1518` into wire sizes, each checked against 64..=1518.
+/// Parses `64,128,1518` into wire sizes, each checked against 64..=1518
+/// (a size given twice is measured once). An empty element (`64,,128`, a
+/// comma at an end) is refused: it is a typo, not a size.
 pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
     let mut v = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in text.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!(
+                "packet sizes '{text}': an empty size (two commas, or one at an end)"
+            ));
+        }
         let n: usize = part
             .parse()
             .map_err(|_| format!("packet size {part:?} is not a number"))?;
@@ -98,6 +105,26 @@ pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
         return Err("no packet sizes given".into());
     }
     Ok(v)
+}
+
+/// Checks that an interleaved run of `duration_ms` holds the shortest run
+/// [`bench::interleave::Interleave`] makes with one warm-up round: that
+/// round and one measured round, each one trial of `trial_ms` per variant.
+/// A longer trial would silently stretch the run well past `duration_ms`.
+pub(crate) fn check_trials_fit(
+    trial_ms: u64,
+    duration_ms: u64,
+    variants: u64,
+) -> Result<(), String> {
+    let least = 2 * variants * trial_ms;
+    if least > duration_ms {
+        return Err(format!(
+            "--trial-ms {trial_ms} does not fit in --duration-ms {duration_ms}: a run is at least \
+             a warm-up and a measured round of one trial for each of its {variants} variants \
+             ({least} ms); give --duration-ms of at least {least} or a shorter --trial-ms"
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a comma-separated list of numbers (loads, percentages).
@@ -128,7 +155,31 @@ mod tests {
         assert_eq!(parse_sizes("64, 128,64,1518").unwrap(), vec![64, 128, 1518]);
         assert!(parse_sizes("60").is_err());
         assert!(parse_sizes("64,x").is_err());
-        assert!(parse_sizes(",").is_err());
+        for bad in [",", "", "64,,128", "64,", ",64", "64, ,128"] {
+            assert_eq!(
+                parse_sizes(bad),
+                Err(format!(
+                    "packet sizes '{bad}': an empty size (two commas, or one at an end)"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn trials_must_fit_in_the_run() {
+        assert_eq!(check_trials_fit(100, 2000, 2), Ok(()));
+        assert_eq!(check_trials_fit(500, 2000, 2), Ok(()));
+        assert_eq!(check_trials_fit(80, 800, 3), Ok(()));
+        assert_eq!(
+            check_trials_fit(5000, 2000, 2),
+            Err(
+                "--trial-ms 5000 does not fit in --duration-ms 2000: a run is at least a \
+                 warm-up and a measured round of one trial for each of its 2 variants \
+                 (20000 ms); give --duration-ms of at least 20000 or a shorter --trial-ms"
+                    .into()
+            )
+        );
+        assert!(check_trials_fit(501, 2000, 2).is_err());
     }
 
     #[test]
