@@ -112,8 +112,9 @@ struct ReferenceArgs {
     /// Unmeasured run first, to settle caches and clocks.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     warmup_ms: u64,
-    /// Ring size in KiB (a power of two; 2048 is an Ensō pipe).
-    #[arg(long, default_value_t = 2048)]
+    /// Ring size in KiB (a power of two, at most 262144 = 256 MiB; 2048 is
+    /// an Ensō pipe).
+    #[arg(long, default_value_t = 2048, value_parser = ring_kib)]
     ring_kib: usize,
     /// Frames per commit and per release.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65_536))]
@@ -127,6 +128,19 @@ struct ReferenceArgs {
     /// Write the results directory here instead (implies --save).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// Largest `reference --ring-kib`: 256 MiB, far beyond any cache (an Ensō
+/// pipe is 2 MiB); echo mode allocates (and touches) two rings.
+const MAX_RING_KIB: usize = 256 << 10;
+
+/// Parses `--ring-kib`: a power of two up to [`MAX_RING_KIB`].
+fn ring_kib(s: &str) -> Result<usize, String> {
+    let range = format!("a power of two in 1..={MAX_RING_KIB} (256 MiB)");
+    match s.parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && n <= MAX_RING_KIB => Ok(n),
+        _ => Err(format!("must be {range}")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -211,10 +225,8 @@ const REFERENCE_TICK: Duration = Duration::from_secs(5);
 fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
     cli::check_out(&args.out)?;
     let placement = args.common.placement()?;
-    let ring_bytes = args
-        .ring_kib
-        .checked_mul(1024)
-        .ok_or_else(|| format!("--ring-kib {} is too large", args.ring_kib))?;
+    // At most MAX_RING_KIB (the parser's bound): no overflow.
+    let ring_bytes = args.ring_kib * 1024;
     let config = RefConfig {
         mode: args.mode,
         ring_bytes,
@@ -425,6 +437,32 @@ impl From<&ReferenceSummary> for CsvRow {
             packets: s.packets,
             elapsed_ms: s.elapsed_ms,
             verified: s.verified,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_rings_are_bounded_powers_of_two() {
+        let parse = |kib: &str| Cli::try_parse_from(["bench", "reference", "--ring-kib", kib]);
+        for ok in ["1", "2048", "262144"] {
+            match parse(ok).unwrap().command {
+                Command::Reference(a) => assert_eq!(a.ring_kib.to_string(), ok),
+                _ => panic!("not reference"),
+            }
+        }
+        for bad in ["0", "3", "3072", "262145", "524288", "1099511627776", "x"] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(
+                nic_emu::args::usage_line(&e),
+                format!(
+                    "invalid value '{bad}' for '--ring-kib <RING_KIB>': \
+                     must be a power of two in 1..=262144 (256 MiB)"
+                )
+            );
         }
     }
 }
