@@ -96,7 +96,7 @@ fn main() -> std::process::ExitCode {
 fn run(a: Args) -> CliResult<()> {
     let limit = a.check()?;
     let text = match &a.file {
-        Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        Some(p) => read_log(p, MAX_BYTES as u64).map_err(|e| format!("{}: {e}", p.display()))?,
         None => generate_log(a.seed, a.bytes),
     };
     if text.is_empty() {
@@ -125,6 +125,31 @@ fn run(a: Args) -> CliResult<()> {
     sent?;
     cleared.map_err(|e| format!("clearing the rate limit of port {port}: {e}"))?;
     Ok(())
+}
+
+/// Reads the log file `p`, of at most `max` bytes. Only a regular file:
+/// a device or FIFO (`/dev/zero`, `/dev/stdin`) may never end, and the log
+/// is held in memory whole.
+fn read_log(p: &std::path::Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file (--file takes a log file)".into());
+    }
+    let too_long = |n: String| format!("{n} bytes; a log may have at most {max} bytes");
+    if meta.len() > max {
+        return Err(too_long(meta.len().to_string()));
+    }
+    // The file may grow while it is read: read one byte past the bound.
+    let mut text = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > max {
+        return Err(too_long(format!("more than {max}")));
+    }
+    Ok(text)
 }
 
 /// Sends the log as `a` asks and prints what was sent.
@@ -232,6 +257,29 @@ mod tests {
             let e = check(&["--file", "/dev/null", flag, "5"]).unwrap_err();
             assert!(e.contains("cannot be used with"), "{e}");
         }
+    }
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, b"line one\nline two\n").unwrap();
+        assert_eq!(read_log(&log, 100).unwrap(), b"line one\nline two\n");
+        assert_eq!(
+            read_log(&log, 10).unwrap_err(),
+            "18 bytes; a log may have at most 10 bytes"
+        );
+        for p in ["/dev/zero", "/dev/null"] {
+            assert_eq!(
+                read_log(std::path::Path::new(p), 100).unwrap_err(),
+                "not a regular file (--file takes a log file)"
+            );
+        }
+        assert_eq!(
+            read_log(dir.path(), 100).unwrap_err(),
+            "not a regular file (--file takes a log file)"
+        );
+        assert!(read_log(&dir.path().join("none"), 100).is_err());
     }
 
     #[test]
