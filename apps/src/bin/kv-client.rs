@@ -118,6 +118,7 @@ fn run(a: Args) -> CliResult<()> {
     let mut measured_from = (start, 0u64);
     let mut preloading = c.preloading();
     let (mut last, mut last_resp) = (Instant::now(), 0u64);
+    let mut last_check = start;
     loop {
         for _ in 0..64 {
             c.poll()?;
@@ -131,6 +132,13 @@ fn run(a: Args) -> CliResult<()> {
             break;
         }
         let now = Instant::now();
+        // A device that is gone answers nothing: the client would wait for
+        // its window forever (or until --duration-s, then end as if the
+        // server were merely slow).
+        if now - last_check >= Duration::from_millis(10) {
+            c.pipe.dev.check_alive()?;
+            last_check = now;
+        }
         if stop.is_some_and(|s| now - start >= s) {
             break;
         }
