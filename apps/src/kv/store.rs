@@ -256,7 +256,7 @@ impl Partition {
     /// [`Partition::slot_offset`], confirmed by the item header: the item
     /// there was written at that very offset. (A slot left untouched while
     /// 2^48 bytes were appended could otherwise alias a newer position.)
-    #[inline]
+    #[inline(always)]
     fn live_offset(&self, slot: u64) -> Option<u64> {
         let offset = self.slot_offset(slot)?;
         let p = (offset & self.log_mask) as usize;
@@ -265,7 +265,7 @@ impl Partition {
     }
 
     /// Key hash, key and value of the live item at `offset`.
-    #[inline]
+    #[inline(always)]
     fn item(&self, offset: u64) -> (u64, &[u8], &[u8]) {
         let p = (offset & self.log_mask) as usize;
         let h = &self.log[p..p + ITEM_HEADER_LEN];
@@ -283,7 +283,7 @@ impl Partition {
     }
 
     /// Slot index and offset of `key` in its bucket.
-    #[inline]
+    #[inline(always)]
     fn find(&self, key: &[u8], hash: u64) -> Option<(usize, u64)> {
         let tag = tag_of(hash);
         let bucket = &self.buckets[self.bucket_index(hash)];
