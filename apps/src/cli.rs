@@ -231,6 +231,11 @@ pub struct Served {
     pub busy_ns_per_frame: f64,
 }
 
+/// How often the serving loop and the clients check that their device is
+/// still there ([`enso::Device::check_alive`]): one non-blocking read of
+/// the control connection, so a dead device is noticed within ~10 ms.
+pub const ALIVE_CHECK: Duration = Duration::from_millis(10);
+
 /// Polls `d` with `h` until `--duration-s` has passed (or forever), with a
 /// progress line every `--progress-s` on stderr (`extra` adds to it) and
 /// `tick` called about every 10 ms (e.g. for periodic reports). Fails with
@@ -261,7 +266,7 @@ pub fn serve<D: AppDriver<H>, H>(
         if n > 0 {
             busy += now - t;
         }
-        if now - last_tick >= Duration::from_millis(10) {
+        if now - last_tick >= ALIVE_CHECK {
             d.device().check_alive()?;
             tick(h);
             last_tick = now;

@@ -3,7 +3,7 @@
 //! Allocates RX/TX pipes that receive fallback traffic, increments the echo
 //! byte of every frame and sends it back in place.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
 use enso::{DeviceOptions, EnsoDriver};
@@ -22,9 +22,6 @@ struct Args {
     #[arg(long)]
     prefetch: Option<bool>,
 }
-
-/// How often the loop checks that the device is still there.
-const ALIVE_CHECK: Duration = Duration::from_millis(10);
 
 fn main() -> std::process::ExitCode {
     cli::main_with("echo", || run(&nic_emu::args::parse_or_exit("echo")))
@@ -59,7 +56,7 @@ fn run(a: &Args) -> CliResult<()> {
         }
         // A device that is gone delivers nothing: without this the loop
         // would wait forever, or end as if all was well.
-        if last_check.elapsed() >= ALIVE_CHECK {
+        if last_check.elapsed() >= cli::ALIVE_CHECK {
             d.dev.check_alive()?;
             last_check = Instant::now();
         }

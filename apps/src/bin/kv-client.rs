@@ -135,7 +135,7 @@ fn run(a: Args) -> CliResult<()> {
         // A device that is gone answers nothing: the client would wait for
         // its window forever (or until --duration-s, then end as if the
         // server were merely slow).
-        if now - last_check >= Duration::from_millis(10) {
+        if now - last_check >= cli::ALIVE_CHECK {
             c.pipe.dev.check_alive()?;
             last_check = now;
         }

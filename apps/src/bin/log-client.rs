@@ -45,8 +45,6 @@ struct Args {
     gbps: Option<f64>,
 }
 
-/// How often the send loop checks that the device is still there.
-const ALIVE_CHECK: Duration = Duration::from_millis(10);
 /// Most bytes of synthetic log (it is generated in memory).
 const MAX_BYTES: usize = 1 << 30;
 /// Highest --gbps.
@@ -173,7 +171,7 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
         // A device that is gone completes nothing: sends would find the
         // TX pipe full forever (or until --duration-s, then end as if all
         // was well).
-        if now - last_check >= ALIVE_CHECK {
+        if now - last_check >= cli::ALIVE_CHECK {
             c.dev.check_alive()?;
             last_check = now;
         }
