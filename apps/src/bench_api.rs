@@ -174,6 +174,9 @@ pub struct TrialOptions {
     /// Lines ahead of a pipe's tail the NIC evicts from its engine's caches
     /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
     pub evict_ahead_lines: u32,
+    /// Whether the NIC decides while it runs if evicting ahead pays
+    /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
+    pub evict_ahead_adaptive: bool,
     /// Whether the NIC evicts TX-pipe lines from its engine's caches once
     /// read ([`nic_emu::DeviceConfig::evict_tx_lines`]).
     pub evict_tx_lines: bool,
@@ -255,6 +258,10 @@ pub struct LoadArgs {
     /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     pub evict_ahead_lines: u32,
+    /// Always evict ahead, rather than let the emulated NIC keep whichever
+    /// of evicting or not costs it less (see `nic-emu run --help`).
+    #[arg(long)]
+    pub evict_ahead_always: bool,
     /// Keep the lines of TX-pipe data the emulated NIC has read in its
     /// engine's caches (by default it evicts them; see `nic-emu run --help`).
     #[arg(long)]
@@ -268,6 +275,7 @@ impl LoadArgs {
             log_load: self.log_load,
             kv_load: self.kv_load,
             evict_ahead_lines: self.evict_ahead_lines,
+            evict_ahead_adaptive: !self.evict_ahead_always,
             evict_tx_lines: !self.keep_tx_lines,
             ..opts
         }
@@ -312,6 +320,7 @@ impl Default for TrialOptions {
             log_load: LogLoad::Generator,
             kv_load: KvLoad::Generator,
             evict_ahead_lines: nic_emu::config::DEFAULT_EVICT_AHEAD_LINES,
+            evict_ahead_adaptive: true,
             evict_tx_lines: true,
         }
     }
@@ -481,6 +490,7 @@ fn device_config(
     }
     cfg.notification_mode = opts.notification_mode;
     cfg.evict_ahead_lines = opts.evict_ahead_lines;
+    cfg.evict_ahead_adaptive = opts.evict_ahead_adaptive;
     cfg.evict_tx_lines = opts.evict_tx_lines;
     let _ = iface;
     Ok(cfg)

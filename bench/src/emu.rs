@@ -102,6 +102,10 @@ pub struct RigConfig {
     /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
+    /// Whether the engine decides while it runs if evicting ahead pays
+    /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
+    #[serde(default = "default_true")]
+    pub evict_ahead_adaptive: bool,
     /// Packetized: RX descriptor ring entries per queue.
     pub rx_ring: u32,
     /// Packetized: TX descriptor ring entries per queue.
@@ -121,6 +125,10 @@ fn default_evict_ahead_lines() -> u32 {
     nic_emu::config::DEFAULT_EVICT_AHEAD_LINES
 }
 
+fn default_true() -> bool {
+    true
+}
+
 impl RigConfig {
     /// Full-speed echo of `wire_size` packets over `interface` with the
     /// defaults of the throughput experiments: 2 pipes, 16 flows, a window
@@ -138,6 +146,7 @@ impl RigConfig {
             notification_mode: NotificationMode::Reactive,
             interconnect_latency_ns: 0,
             evict_ahead_lines: default_evict_ahead_lines(),
+            evict_ahead_adaptive: true,
             rx_ring: 4096,
             tx_ring: 1024,
             app_burst: 32,
@@ -191,6 +200,7 @@ impl RigConfig {
         cfg.notification_mode = self.notification_mode;
         cfg.interconnect_latency_ns = self.interconnect_latency_ns;
         cfg.evict_ahead_lines = self.evict_ahead_lines;
+        cfg.evict_ahead_adaptive = self.evict_ahead_adaptive;
         cfg
     }
 

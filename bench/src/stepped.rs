@@ -132,6 +132,8 @@ impl Stepped {
         // it applies register writes in every step, and nothing depends on
         // the clock, so runs are deterministic.
         dc.register_poll_flits = 0;
+        // Nor on the time each choice takes.
+        dc.evict_ahead_adaptive = false;
         let dir = dc.device_dir();
         let mut engine = Engine::new(dc)?;
         let opts = match cfg.interface {

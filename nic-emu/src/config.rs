@@ -327,6 +327,14 @@ pub struct DeviceConfig {
     /// `clflushopt`). See the engine's `evict` module for why and when.
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
+    /// Whether the engine, while it runs, compares its cost per frame with
+    /// and without evicting ahead and keeps the cheaper (true), or always
+    /// evicts (false: the same work on every run, for instruction and
+    /// cache profiles). Which is cheaper depends on where the host places
+    /// the engine's and the application's CPUs, and can change during a
+    /// run. See the engine's `evict` module.
+    #[serde(default = "default_true")]
+    pub evict_ahead_adaptive: bool,
     /// After transmitting a TX notification's data that lies outside every
     /// RX pipe of the application (a TX pipe's, not frames sent back in
     /// place), the engine evicts those lines from its own caches, so that
@@ -381,6 +389,7 @@ impl DeviceConfig {
             register_poll_flits: default_register_poll_flits(),
             register_poll_ns: default_register_poll_ns(),
             evict_ahead_lines: default_evict_ahead_lines(),
+            evict_ahead_adaptive: true,
             evict_tx_lines: true,
         }
     }

@@ -178,6 +178,14 @@ pub struct EngineCounters {
     pub busy_ns: u64,
     /// Frames the engine moved into pipes or onto the wire.
     pub frames: u64,
+    /// Whether the engine evicts pipe lines ahead of the tail at the
+    /// moment ([`crate::DeviceConfig::evict_ahead_lines`]).
+    #[serde(default)]
+    pub evict_ahead_on: bool,
+    /// Times the engine changed its mind about evicting ahead
+    /// ([`crate::DeviceConfig::evict_ahead_adaptive`]).
+    #[serde(default)]
+    pub evict_ahead_switches: u64,
 }
 
 /// A snapshot of all counters.

@@ -336,9 +336,12 @@ struct Core {
     latency: u64,
     per_packet: bool,
     /// Bytes ahead of a frame pipe's tail whose line is evicted from this
-    /// core's caches before a single-line frame is written (0: off). See
-    /// [`evict`].
+    /// core's caches before a single-line frame is written (0: off, or
+    /// off for now: see [`Engine::ahead`]). See [`evict`].
     evict_ahead: usize,
+    /// Single-line frames written into frame pipes, ever (the frames
+    /// `evict_ahead` is for).
+    single_line_frames: u64,
     /// Whether the lines of TX data outside the application's RX pipes are
     /// evicted from this core's caches once transmitted. The engine reads
     /// them as a device's DMA read would, but unlike a device it keeps a
@@ -373,6 +376,15 @@ struct Core {
     step_no: u64,
     /// Flits written into pipes and packet buffers, ever.
     flits_in: u64,
+}
+
+/// Evicting ahead, and whether it pays at the moment.
+#[derive(Debug)]
+struct Ahead {
+    /// The configured distance (bytes).
+    bytes: usize,
+    /// Decides whether to evict at all; `None`: always.
+    chooser: Option<evict::AheadChooser>,
 }
 
 /// How the engine tells time for rate control.
@@ -415,6 +427,9 @@ pub struct Engine {
     desc_used: Vec<bool>,
     next_app_id: u32,
     dir: PathBuf,
+    /// `None` when the engine never evicts ahead (configured so, or the
+    /// CPU cannot).
+    ahead: Option<Ahead>,
 }
 
 impl Engine {
@@ -469,6 +484,7 @@ impl Engine {
             } else {
                 0
             },
+            single_line_frames: 0,
             evict_tx: cfg.evict_tx_lines && evict::supported(),
             pipe_flits,
             pipe_size: cfg.pipe_size,
@@ -489,7 +505,14 @@ impl Engine {
             step_no: 0,
             flits_in: 0,
         };
+        let ahead = (core.evict_ahead != 0).then(|| Ahead {
+            bytes: core.evict_ahead,
+            chooser: cfg
+                .evict_ahead_adaptive
+                .then(|| evict::AheadChooser::new(crate::monotonic_ns())),
+        });
         Ok(Self {
+            ahead,
             core,
             ports,
             counters: EngineCounters::default(),
@@ -727,6 +750,17 @@ impl Engine {
         if work == 0 && !poll {
             work += self.poll_registers(now);
         }
+        if let Some(Ahead {
+            bytes,
+            chooser: Some(c),
+        }) = &mut self.ahead
+        {
+            let core = &self.core;
+            c.update(t, self.counters.busy_ns, core.single_line_frames, || {
+                core.frame_pipe_flits()
+            });
+            self.core.evict_ahead = if c.on() { *bytes } else { 0 };
+        }
         self.counters.steps += 1;
         self.last_step_work = work;
         if work > 0 {
@@ -766,6 +800,12 @@ impl Engine {
     pub fn stats(&self) -> Stats {
         let mut engine = self.counters.clone();
         engine.frames = self.core.frames;
+        engine.evict_ahead_on = self.core.evict_ahead != 0;
+        engine.evict_ahead_switches = self
+            .ahead
+            .as_ref()
+            .and_then(|a| a.chooser.as_ref())
+            .map_or(0, evict::AheadChooser::switches);
         Stats {
             device: self.cfg.name.clone(),
             engine,
@@ -1107,9 +1147,12 @@ impl Core {
         let from = pipe.tail as usize * FLIT;
         pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
         // Single-line frames only: see [`evict`] for where it pays.
-        if self.evict_ahead != 0 && place.flits == 1 {
-            let to = pipe.tail as usize * FLIT;
-            app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+        if place.flits == 1 {
+            self.single_line_frames += 1;
+            if self.evict_ahead != 0 {
+                let to = pipe.tail as usize * FLIT;
+                app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+            }
         }
         pcs.rx_frames += 1;
         pcs.rx_bytes += place.len as u64;
@@ -1123,6 +1166,17 @@ impl Core {
             let (pcie, trace) = (&mut self.pcie, &mut self.trace);
             notify_pipe(app, pcie, trace, self.ring_mask, pid, pipe, pcs, vis);
         }
+    }
+
+    /// Flits of all enabled frame pipes: what single-line frames take to
+    /// go once round each of them.
+    fn frame_pipe_flits(&self) -> u64 {
+        let n = self
+            .pipes
+            .iter()
+            .filter(|p| p.base != 0 && !p.stream)
+            .count();
+        n as u64 * u64::from(self.pipe_flits)
     }
 
     /// What a frame of `flits` for enabled frame pipe `pid` of application

@@ -64,6 +64,13 @@ enum Cmd {
         /// engine when the two cores are in different core complexes.
         #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
         evict_ahead_lines: u32,
+        /// Always evict ahead (see --evict-ahead-lines). By default the
+        /// engine compares, every so often while it runs, its busy time per
+        /// frame with and without evicting and keeps the cheaper: which one
+        /// is depends on where the host places the engine's and the
+        /// application's cores, and it can move them during a run.
+        #[arg(long)]
+        evict_ahead_always: bool,
         /// Keep the lines of TX-pipe data the engine has read in its caches
         /// (by default it evicts them, so that the application's next write
         /// there does not stall on the engine's copy).
@@ -140,6 +147,7 @@ fn run(cli: Cli) -> Result<(), String> {
             register_poll_flits,
             register_poll_ns,
             evict_ahead_lines,
+            evict_ahead_always,
             keep_tx_lines,
             core,
             duration_s,
@@ -160,6 +168,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.register_poll_flits = register_poll_flits;
             cfg.register_poll_ns = register_poll_ns;
             cfg.evict_ahead_lines = evict_ahead_lines;
+            cfg.evict_ahead_adaptive = !evict_ahead_always;
             cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
             if let Some(c) = core {
@@ -281,8 +290,13 @@ fn stop_within(
 
 fn print_stats(s: &Stats) {
     println!(
-        "device {}: {} frames moved, {} busy steps of {}",
-        s.device, s.engine.frames, s.engine.busy_steps, s.engine.steps
+        "device {}: {} frames moved, {} busy steps of {}; evicting pipe lines ahead: {} ({} changes)",
+        s.device,
+        s.engine.frames,
+        s.engine.busy_steps,
+        s.engine.steps,
+        if s.engine.evict_ahead_on { "on" } else { "off" },
+        s.engine.evict_ahead_switches
     );
     for p in &s.ports {
         let c = &p.counters;

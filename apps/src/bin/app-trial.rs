@@ -219,7 +219,7 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
                     run_trial(*app, *iface, &opts).map_err(|e| format!("{app} on {iface}: {e}"))?;
                 if !a.json {
                     eprintln!(
-                        "  {app:<9} {:<10} round {}: {:>8.3} M{}/s {:>8.2} Gb/s, app {:>7.1} ns/{} ({:.0}% busy), NIC {:>6.1} ns, drops {:?}{}",
+                        "  {app:<9} {:<10} round {}: {:>8.3} M{}/s {:>8.2} Gb/s, app {:>7.1} ns/{} ({:.0}% busy), NIC {:>6.1} ns, drops {:?}{}{}",
                         iface.name(),
                         round + 1,
                         r.rate / 1e6,
@@ -232,7 +232,8 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
                         r.nic_drops,
                         r.latency
                             .map(|l| format!(", RTT p50 {} ns p99 {} ns", l.p50_ns, l.p99_ns))
-                            .unwrap_or_default()
+                            .unwrap_or_default(),
+                        evict_note(*iface, &r.nic.engine),
                     );
                 }
                 all.push(r);
@@ -275,6 +276,16 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
         println!("KV and log monitor behind a client: the client shares the application's core (rates are lower bounds); --client-core moves it.");
     }
     Ok(())
+}
+
+/// Whether the NIC ended the trial evicting pipe lines ahead, and how often
+/// it changed its mind (Ensō pipes only: see `nic-emu run --help`).
+fn evict_note(iface: Interface, e: &nic_emu::counters::EngineCounters) -> String {
+    if iface != Interface::Enso {
+        return String::new();
+    }
+    let state = if e.evict_ahead_on { "on" } else { "off" };
+    format!(", evict ahead {state} ({} changes)", e.evict_ahead_switches)
 }
 
 #[cfg(test)]

@@ -89,6 +89,10 @@ pub(crate) struct EchoArgs {
     /// `nic-emu run --help`.
     #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
     pub(crate) evict_ahead_lines: u32,
+    /// Always evict ahead, rather than let the emulated NIC keep whichever
+    /// of evicting or not costs it less (see `nic-emu run --help`).
+    #[arg(long)]
+    pub(crate) evict_ahead_always: bool,
     /// Write a results directory under results/.
     #[arg(long)]
     pub(crate) save: bool,
@@ -247,6 +251,7 @@ pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
             rig.window = Some(args.window);
             rig.burst = args.burst as usize;
             rig.evict_ahead_lines = args.evict_ahead_lines;
+            rig.evict_ahead_adaptive = !args.evict_ahead_always;
             EchoPlan {
                 interfaces: interfaces.clone(),
                 rig,

@@ -21,6 +21,15 @@
 //! packet; with them close, echo went from ~39-42 to ~35.5 ns and rx from
 //! ~20.5 to ~25 ns per frame (the one case it costs).
 //!
+//! Which of the two is cheaper thus depends on the placement, and the host
+//! moves the vCPUs during a run. So by default
+//! (`DeviceConfig::evict_ahead_adaptive`) the engine measures, every 10 to
+//! 160 ms, its busy time per frame with and without the eviction and keeps
+//! the cheaper ([`AheadChooser`]). Telemetry's Ensō side (RX only, 64 B),
+//! 40 interleaved trials with the vCPUs close: 47-56 Mpps adaptive, 33-56
+//! never evicting, 26-40 always evicting; apart, adaptive kept evicting
+//! (26-36 Mpps; 7-8 never evicting).
+//!
 //! Only single-line frames: the stall did not appear with larger ones (rx
 //! with the vCPUs apart, no eviction: 13.9 Mpps at 256 B, 4.5 at 1518 B),
 //! whose consecutive lines' misses overlap, while evicting all their lines
@@ -96,6 +105,188 @@ pub(super) fn evict_line(p: *const u8) {
     let _ = p;
 }
 
+/// Frames in each of the two measured windows of a comparison.
+pub(super) const CHOOSE_WINDOW_FRAMES: u64 = 16_384;
+/// A comparison that takes longer than this (a light load, or many pipes
+/// to go round) is abandoned, and the current choice kept.
+pub(super) const CHOOSE_MAX_NS: u64 = 50_000_000;
+/// Shortest and longest time between comparisons: the gap doubles each
+/// time the other choice loses, and is back to the shortest after a switch.
+pub(super) const CHOOSE_GAP_MIN_NS: u64 = 10_000_000;
+pub(super) const CHOOSE_GAP_MAX_NS: u64 = 160_000_000;
+/// The other choice must cost at most this share of the current one
+/// (in percent) to be taken.
+pub(super) const CHOOSE_SWITCH_PERCENT: u64 = 85;
+
+/// Decides, while the engine runs, whether evicting ahead pays.
+///
+/// Which is cheaper depends on where the host places the two vCPUs, and
+/// the host moves them while a run goes on: with the engine's and the
+/// application's vCPUs in different core complexes, an RX-only load
+/// without the eviction ran at 6.5-7 Mpps and with it at 24-38; with them
+/// close it was the other way round (~47 without, 24-38 with), while an
+/// echo load gained from it in both placements. Rather than guess, the
+/// engine measures: every so often it times [`CHOOSE_WINDOW_FRAMES`]
+/// single-line frames with its current choice and as many with the other
+/// (busy time per frame), and keeps the other if it was cheaper by enough.
+///
+/// Before timing the other choice it lets the pipes go round once: what
+/// not evicting costs is the engine's own copies of lines it wrote a lap
+/// earlier, and for a lap after evicting stops there are none, which would
+/// make not evicting look free.
+///
+/// What a frame, a pipe or a counter holds is the same either way; only
+/// the engine's speed differs.
+#[derive(Clone, Debug)]
+pub(super) struct AheadChooser {
+    /// Whether evicting ahead is the current choice (or, while the other
+    /// is tried, the one being tried).
+    on: bool,
+    phase: Phase,
+    gap_ns: u64,
+    switches: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Until a comparison starts at `at` (ns).
+    Steady { at: u64 },
+    /// Timing the current choice from `start`; the comparison began at
+    /// `began` (ns).
+    Current { began: u64, start: Mark },
+    /// Trying the other choice: it is timed from the frame count `from`
+    /// on; the current one cost `current` (busy ns per 1024 frames).
+    Other {
+        began: u64,
+        from: u64,
+        start: Option<Mark>,
+        current: u64,
+    },
+}
+
+/// Where a window started: busy time and single-line frames.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    busy: u64,
+    frames: u64,
+}
+
+impl AheadChooser {
+    /// Starts out evicting (the safe choice: its worst case costs far less
+    /// than the other's), with a first comparison after the shortest gap.
+    pub(super) fn new(now: u64) -> Self {
+        AheadChooser {
+            on: true,
+            phase: Phase::Steady {
+                at: now + CHOOSE_GAP_MIN_NS,
+            },
+            gap_ns: CHOOSE_GAP_MIN_NS,
+            switches: 0,
+        }
+    }
+
+    /// Whether to evict ahead now.
+    pub(super) fn on(&self) -> bool {
+        self.on
+    }
+
+    /// Times the current choice was given up for the other.
+    pub(super) fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// Called after each engine step with the time, the engine's busy time
+    /// so far and the single-line frames it has written so far; `lap` gives
+    /// the frames that take every frame pipe once round (asked when the
+    /// other choice is about to be tried).
+    pub(super) fn update(&mut self, now: u64, busy: u64, frames: u64, lap: impl FnOnce() -> u64) {
+        let here = Mark { busy, frames };
+        match self.phase {
+            Phase::Steady { at } => {
+                if now >= at {
+                    self.phase = Phase::Current {
+                        began: now,
+                        start: here,
+                    };
+                }
+                return;
+            }
+            Phase::Current { began, start } => {
+                if let Some(cost) = window_cost(start, here) {
+                    self.on = !self.on;
+                    self.phase = Phase::Other {
+                        began,
+                        from: frames.saturating_add(lap()),
+                        start: None,
+                        current: cost,
+                    };
+                    return;
+                }
+            }
+            Phase::Other {
+                began,
+                from,
+                start,
+                current,
+            } => match start {
+                None if frames >= from => {
+                    self.phase = Phase::Other {
+                        began,
+                        from,
+                        start: Some(here),
+                        current,
+                    };
+                }
+                Some(start) => {
+                    if let Some(cost) = window_cost(start, here) {
+                        let better = cost * 100 < current * CHOOSE_SWITCH_PERCENT;
+                        if !better {
+                            self.on = !self.on;
+                        }
+                        self.settle(now, Some(better));
+                        return;
+                    }
+                }
+                None => {}
+            },
+        }
+        // A comparison the load is too light (or the pipes too many) to
+        // finish in time is abandoned; the gap stays as it was.
+        let (Phase::Current { began, .. } | Phase::Other { began, .. }) = self.phase else {
+            return;
+        };
+        if now - began > CHOOSE_MAX_NS {
+            if let Phase::Other { .. } = self.phase {
+                self.on = !self.on;
+            }
+            self.settle(now, None);
+        }
+    }
+
+    /// Ends a comparison: `Some(true)` the other choice won, `Some(false)`
+    /// it lost, `None` abandoned.
+    fn settle(&mut self, now: u64, won: Option<bool>) {
+        match won {
+            Some(true) => {
+                self.switches += 1;
+                self.gap_ns = CHOOSE_GAP_MIN_NS;
+            }
+            Some(false) => self.gap_ns = (self.gap_ns * 2).min(CHOOSE_GAP_MAX_NS),
+            None => {}
+        }
+        self.phase = Phase::Steady {
+            at: now + self.gap_ns,
+        };
+    }
+}
+
+/// Busy ns per 1024 frames from `start` to `end`, once the window holds
+/// [`CHOOSE_WINDOW_FRAMES`] frames.
+fn window_cost(start: Mark, end: Mark) -> Option<u64> {
+    let frames = end.frames - start.frames;
+    (frames >= CHOOSE_WINDOW_FRAMES).then(|| (end.busy - start.busy) * 1024 / frames)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +323,136 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Frames of a lap of the pipes in these tests.
+    const LAP: u64 = 32_768;
+
+    /// A load on the engine: its busy cost per frame while evicting
+    /// (`on_ns`) and while not (`off_ns`). For a lap after evicting stops
+    /// a frame costs `fresh_ns`: the lines were evicted ahead of it.
+    struct Load {
+        rate_per_ms: u64,
+        on_ns: u64,
+        off_ns: u64,
+        fresh_ns: u64,
+    }
+
+    struct Run {
+        c: AheadChooser,
+        t: u64,
+        busy: u64,
+        frames: u64,
+        off_since: Option<u64>,
+    }
+
+    impl Run {
+        fn new() -> Self {
+            let t = 1_000_000;
+            Run {
+                c: AheadChooser::new(t),
+                t,
+                busy: 0,
+                frames: 0,
+                off_since: None,
+            }
+        }
+
+        /// `ms` milliseconds of `load`, in steps of 10 us.
+        fn drive(&mut self, ms: u64, load: &Load) {
+            for _ in 0..ms * 100 {
+                self.t += 10_000;
+                let n = load.rate_per_ms / 100;
+                let cost = if self.c.on() {
+                    self.off_since = None;
+                    load.on_ns
+                } else {
+                    let since = *self.off_since.get_or_insert(self.frames);
+                    if self.frames - since < LAP {
+                        load.fresh_ns
+                    } else {
+                        load.off_ns
+                    }
+                };
+                self.frames += n;
+                self.busy += n * cost;
+                self.c.update(self.t, self.busy, self.frames, || LAP);
+            }
+        }
+    }
+
+    #[test]
+    fn the_chooser_keeps_the_cheaper_choice_and_follows_a_change() {
+        // vCPUs apart: evicting is 4x cheaper, and not evicting looks
+        // cheaper still for the first lap.
+        let apart = Load {
+            rate_per_ms: 30_000,
+            on_ns: 30,
+            off_ns: 120,
+            fresh_ns: 20,
+        };
+        let close = Load {
+            rate_per_ms: 45_000,
+            on_ns: 28,
+            off_ns: 21,
+            fresh_ns: 21,
+        };
+        let mut r = Run::new();
+        assert!(r.c.on(), "starts out evicting");
+        r.drive(1000, &apart);
+        assert!(r.c.on(), "fooled by the first lap without eviction");
+        assert_eq!(r.c.switches(), 0);
+        assert_eq!(r.c.gap_ns, CHOOSE_GAP_MAX_NS);
+        // The host moves the vCPUs: within the longest gap and one
+        // comparison, the engine stops evicting, once.
+        r.drive(200, &close);
+        assert!(!r.c.on());
+        assert_eq!(r.c.switches(), 1);
+        r.drive(1000, &close);
+        assert!(!r.c.on());
+        assert_eq!(r.c.switches(), 1);
+        // And back.
+        r.drive(400, &apart);
+        assert!(r.c.on());
+        assert_eq!(r.c.switches(), 2);
+    }
+
+    #[test]
+    fn the_chooser_needs_a_clear_gain_and_a_real_load() {
+        // 10% cheaper is within the noise: no switch.
+        let mut r = Run::new();
+        let slight = Load {
+            rate_per_ms: 30_000,
+            on_ns: 30,
+            off_ns: 27,
+            fresh_ns: 27,
+        };
+        r.drive(1000, &slight);
+        assert!(r.c.on());
+        assert_eq!(r.c.switches(), 0);
+        // A trickle never finishes a comparison: each is abandoned, the
+        // current choice stays whatever the trickle costs, and the gap
+        // does not grow, so a real load is looked at soon.
+        let mut r = Run::new();
+        let trickle = Load {
+            rate_per_ms: 100,
+            on_ns: 300,
+            off_ns: 1,
+            fresh_ns: 1,
+        };
+        r.drive(1000, &trickle);
+        assert!(r.c.on());
+        assert_eq!(r.c.switches(), 0);
+        assert_eq!(r.c.gap_ns, CHOOSE_GAP_MIN_NS);
+        let cheaper_off = Load {
+            rate_per_ms: 30_000,
+            on_ns: 30,
+            off_ns: 20,
+            fresh_ns: 20,
+        };
+        r.drive(100, &cheaper_off);
+        assert!(!r.c.on());
+        assert_eq!(r.c.switches(), 1);
     }
 
     #[test]
