@@ -35,8 +35,11 @@
 //! whose consecutive lines' misses overlap, while evicting all their lines
 //! cost a lot (echo with the vCPUs close: 18.4-18.9 -> 10.8 Mpps at 256 B,
 //! 8.5 -> 1.7 at 1518 B; evicting only each frame's first line still 13.2
-//! and 5.5). Stream pipes are not treated (their writes are not
-//! line-aligned frames). Distances of 4..=1024 lines were tried at 64 B: 16
+//! and 5.5). Stream pipes are not treated: evicting ahead of their tail
+//! was tried with the log monitor (1 KiB payloads, apache patterns, a log
+//! with 2% events) and made its Ensō side slower in both placements (vCPUs
+//! close: 1.03-1.44 Mpps against 2.8-3.2 without; apart: 1.02-1.10
+//! against 1.23-1.28). Distances of 4..=1024 lines were tried at 64 B: 16
 //! was best in both placements; 4 and 8 were much slower apart.
 //!
 //! The same holds for lines the engine reads: a TX pipe's data, read by
@@ -124,9 +127,9 @@ pub(super) const CHOOSE_SWITCH_PERCENT: u64 = 85;
 /// the host moves them while a run goes on: with the engine's and the
 /// application's vCPUs in different core complexes, an RX-only load
 /// without the eviction ran at 6.5-7 Mpps and with it at 24-38; with them
-/// close it was the other way round (~47 without, 24-38 with), while an
-/// echo load gained from it in both placements. Rather than guess, the
-/// engine measures: every so often it times [`CHOOSE_WINDOW_FRAMES`]
+/// close it was the other way round (~47 without, 24-38 with), while
+/// Maglev's echo-like load came out within ~10% either way. Rather than
+/// guess, the engine measures: every so often it times [`CHOOSE_WINDOW_FRAMES`]
 /// single-line frames with its current choice and as many with the other
 /// (busy time per frame), and keeps the other if it was cheaper by enough.
 ///
