@@ -38,7 +38,7 @@
 //! and 5.5). Stream pipes are not treated: evicting ahead of their tail
 //! was tried with the log monitor (1 KiB payloads, apache patterns, a log
 //! with 2% events) and made its Ensō side slower in both placements (vCPUs
-//! close: 1.03-1.44 Mpps against 2.8-3.2 without; apart: 1.02-1.10
+//! close: 1.39-1.44 Mpps against 3.06-3.15 without; apart: 1.02-1.10
 //! against 1.23-1.28). Distances of 4..=1024 lines were tried at 64 B: 16
 //! was best in both placements; 4 and 8 were much slower apart.
 //!
