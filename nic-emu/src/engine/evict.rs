@@ -243,9 +243,6 @@ impl AheadChooser {
                 Some(start) => {
                     if let Some(cost) = window_cost(start, here) {
                         let better = cost * 100 < current * CHOOSE_SWITCH_PERCENT;
-                        if !better {
-                            self.on = !self.on;
-                        }
                         self.settle(now, Some(better));
                         return;
                     }
@@ -259,16 +256,17 @@ impl AheadChooser {
             return;
         };
         if now - began > CHOOSE_MAX_NS {
-            if let Phase::Other { .. } = self.phase {
-                self.on = !self.on;
-            }
             self.settle(now, None);
         }
     }
 
     /// Ends a comparison: `Some(true)` the other choice won, `Some(false)`
-    /// it lost, `None` abandoned.
+    /// it lost, `None` abandoned. Unless it won, the other choice, if it
+    /// was being tried, is given up.
     fn settle(&mut self, now: u64, won: Option<bool>) {
+        if matches!(self.phase, Phase::Other { .. }) && won != Some(true) {
+            self.on = !self.on;
+        }
         match won {
             Some(true) => {
                 self.switches += 1;
