@@ -188,6 +188,15 @@ pub struct EngineCounters {
     pub evict_ahead_switches: u64,
 }
 
+impl EngineCounters {
+    /// Whether the engine evicts ahead and how often it changed its mind,
+    /// for reports: `on (0 changes)`.
+    pub fn evict_ahead_summary(&self) -> String {
+        let state = if self.evict_ahead_on { "on" } else { "off" };
+        format!("{state} ({} changes)", self.evict_ahead_switches)
+    }
+}
+
 /// A snapshot of all counters.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Stats {

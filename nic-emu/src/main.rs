@@ -290,13 +290,12 @@ fn stop_within(
 
 fn print_stats(s: &Stats) {
     println!(
-        "device {}: {} frames moved, {} busy steps of {}; evicting pipe lines ahead: {} ({} changes)",
+        "device {}: {} frames moved, {} busy steps of {}; evicting pipe lines ahead: {}",
         s.device,
         s.engine.frames,
         s.engine.busy_steps,
         s.engine.steps,
-        if s.engine.evict_ahead_on { "on" } else { "off" },
-        s.engine.evict_ahead_switches
+        s.engine.evict_ahead_summary()
     );
     for p in &s.ports {
         let c = &p.counters;

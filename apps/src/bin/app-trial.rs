@@ -284,8 +284,7 @@ fn evict_note(iface: Interface, e: &nic_emu::counters::EngineCounters) -> String
     if iface != Interface::Enso {
         return String::new();
     }
-    let state = if e.evict_ahead_on { "on" } else { "off" };
-    format!(", evict ahead {state} ({} changes)", e.evict_ahead_switches)
+    format!(", evict ahead {}", e.evict_ahead_summary())
 }
 
 #[cfg(test)]
