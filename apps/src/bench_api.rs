@@ -354,6 +354,13 @@ pub struct TrialResult {
     pub app_busy_fraction: f64,
     /// NIC engine: time in steps that found work, per unit.
     pub nic_busy_ns_per_unit: f64,
+    /// RX notifications the NIC wrote while measuring, per unit (Ensō:
+    /// one per batch the application is told of; every attached
+    /// application counted).
+    pub rx_notifications_per_unit: f64,
+    /// Register writes the NIC applied while measuring, per unit (head
+    /// updates, doorbells, TX notifications' tails).
+    pub register_writes_per_unit: f64,
     /// Frames the application dropped or could not answer.
     pub app_dropped: u64,
     /// Frames the NIC dropped while measuring, by cause (only causes seen).
@@ -498,7 +505,13 @@ fn device_config(
 
 /// The log monitor's log (seed 1) of a trial.
 fn trial_log(opts: &TrialOptions) -> Vec<u8> {
-    LogGenerator::with_match_share(1, opts.log_event_share).generate(opts.log_bytes.max(1))
+    let mut v =
+        LogGenerator::with_match_share(1, opts.log_event_share).generate(opts.log_bytes.max(1));
+    if std::env::var_os("XPAD").is_some() {
+        let n = v.len() / opts.log_payload * opts.log_payload;
+        v.truncate(n);
+    }
+    v
 }
 
 /// The log monitor's log, cut into the frames the log client would send
@@ -864,6 +877,12 @@ fn app_thread(
         }
     }
     let nic_busy = m.nic_after.engine.busy_ns - m.nic_before.engine.busy_ns;
+    let app_total = |s: &Stats, f: fn(&nic_emu::counters::AppCounters) -> u64| -> u64 {
+        s.apps.iter().map(|a| f(&a.counters)).sum()
+    };
+    let delta = |f: fn(&nic_emu::counters::AppCounters) -> u64| {
+        app_total(&m.nic_after, f).saturating_sub(app_total(&m.nic_before, f)) as f64 / u
+    };
     Ok(TrialResult {
         app,
         interface: iface,
@@ -877,6 +896,8 @@ fn app_thread(
         app_busy_ns_per_unit: m.busy.as_nanos() as f64 / u,
         app_busy_fraction: m.busy.as_secs_f64() / secs,
         nic_busy_ns_per_unit: nic_busy as f64 / u,
+        rx_notifications_per_unit: delta(|c| c.rx_notifications),
+        register_writes_per_unit: delta(|c| c.mmio_writes),
         app_dropped: dropped,
         nic_drops,
         latency: m.latency,

@@ -219,7 +219,7 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
                     run_trial(*app, *iface, &opts).map_err(|e| format!("{app} on {iface}: {e}"))?;
                 if !a.json {
                     eprintln!(
-                        "  {app:<9} {:<10} round {}: {:>8.3} M{}/s {:>8.2} Gb/s, app {:>7.1} ns/{} ({:.0}% busy), NIC {:>6.1} ns, drops {:?}{}{}",
+                        "  {app:<9} {:<10} round {}: {:>8.3} M{}/s {:>8.2} Gb/s, app {:>7.1} ns/{} ({:.0}% busy), NIC {:>6.1} ns, {:.3} notifications and {:.3} register writes per {}, drops {:?}{}{}",
                         iface.name(),
                         round + 1,
                         r.rate / 1e6,
@@ -229,6 +229,9 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
                         r.unit.trim_end_matches('s'),
                         100.0 * r.app_busy_fraction,
                         r.nic_busy_ns_per_unit,
+                        r.rx_notifications_per_unit,
+                        r.register_writes_per_unit,
+                        r.unit.trim_end_matches('s'),
                         r.nic_drops,
                         r.latency
                             .map(|l| format!(", RTT p50 {} ns p99 {} ns", l.p50_ns, l.p99_ns))
