@@ -39,7 +39,7 @@ use crate::logmon::{LogMonitor, LogScanner};
 use crate::packet::MAX_FRAME_LEN;
 
 mod stream;
-pub use stream::EnsoStreamDriver;
+pub use stream::{EnsoStreamDriver, STREAM_ASK_GAP_MAX_NS, STREAM_ASK_GAP_MIN_NS};
 
 /// Which NIC interface an application runs on.
 #[derive(

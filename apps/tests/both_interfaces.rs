@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
 
 use enso::app::{EnsoDriver, PacketizedDriver};
 use enso::{Device, DeviceOptions};
@@ -22,7 +23,7 @@ use enso_apps::logmon::{generate_log, LogMonitor, LogPatterns, LogScanner};
 use enso_apps::maglev::{Backend, FlowWorkload, Maglev, MaglevConfig};
 use enso_apps::nic::{
     add_fallback_rx_pipes, AppDriver, EnsoReplyDriver, EnsoStreamDriver, Interface,
-    PacketizedReplyDriver,
+    PacketizedReplyDriver, STREAM_ASK_GAP_MAX_NS,
 };
 use enso_apps::packet::{self, Endpoints, EthernetFrame, Ipv4Packet, MacAddr, MAX_FRAME_LEN};
 use enso_apps::telemetry::{NitroConfig, Telemetry};
@@ -486,6 +487,14 @@ fn logmon_run(path: LogPath, text: &[u8]) -> (Vec<u64>, u64, u64) {
             let mut d = EnsoStreamDriver::new(Device::attach_engine(&mut e, enso_opts(1)).unwrap());
             d.add_fallback_stream_pipe_on(0).unwrap();
             run(&mut e, &mut d, &mut scanner, || client_step(&mut c));
+            // The driver asks for bytes behind an unfinished line at a
+            // paced rate (wall-clock waits of at most STREAM_ASK_GAP_MAX_NS),
+            // so the last ones may still wait for an ask.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while d.pending() > 0 && Instant::now() < deadline {
+                e.step();
+                while d.poll(&mut scanner).expect("application poll") > 0 {}
+            }
             // The log ends with a newline: nothing is left in the pipe.
             assert_eq!(d.pending(), 0);
             assert_eq!(d.stats.bytes, text.len() as u64);
@@ -523,6 +532,59 @@ fn log_monitor_matches_the_same_lines_on_every_path() {
     ] {
         assert_eq!(logmon_run(path, &text), want, "{path:?}");
     }
+}
+
+/// A line cut in two: while only its first half is in the stream pipe, the
+/// driver asks the NIC for the latest tail at a paced rate, not on every
+/// poll, and still sees the second half once it arrives.
+#[test]
+fn stream_driver_paces_its_asks_for_the_tail() {
+    let (mut e, _dir) = cabled("stream-asks");
+    let mut c = client(&mut e, false);
+    let mut scanner = LogScanner::new(&LogPatterns::builtin());
+    let mut d = EnsoStreamDriver::new(Device::attach_engine(&mut e, enso_opts(1)).unwrap());
+    d.add_fallback_stream_pipe_on(0).unwrap();
+    let line =
+        b"Nov 21 10:00:00 host sshd[7]: Failed password for root from 10.0.0.9 port 22 ssh2\n";
+    let mut src = LogSource::new(&line[..], 40, false);
+    let poll = |e: &mut Engine, d: &mut EnsoStreamDriver, s: &mut LogScanner| {
+        e.step();
+        while d.poll(s).expect("application poll") > 0 {}
+    };
+    // The first 40 bytes: no newline yet.
+    assert_eq!(c.send_with(1, |b| src.next_frame(b)).unwrap(), 1);
+    for _ in 0..100 {
+        poll(&mut e, &mut d, &mut scanner);
+    }
+    assert_eq!(d.pending(), 40, "the unfinished line waits in the pipe");
+    let asks_before = d.tail_prefetches;
+    let start = Instant::now();
+    let polls = 20_000u64;
+    for _ in 0..polls {
+        poll(&mut e, &mut d, &mut scanner);
+    }
+    let elapsed = start.elapsed().as_nanos() as u64;
+    let asks = d.tail_prefetches - asks_before;
+    // Waits of 1, 2, 4, 8, 16 µs, then 32 µs each.
+    let bound = 8 + elapsed / STREAM_ASK_GAP_MAX_NS;
+    assert!(asks >= 1, "it asked for the tail");
+    assert!(
+        asks <= bound && asks * 10 < polls,
+        "{asks} asks in {polls} polls over {elapsed} ns (at most {bound})"
+    );
+    assert_eq!(scanner.stats().lines, 0);
+    // The rest of the line arrives; a later ask brings it.
+    while !src.finished() {
+        c.send_with(8, |b| src.next_frame(b)).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while scanner.stats().lines == 0 && Instant::now() < deadline {
+        poll(&mut e, &mut d, &mut scanner);
+    }
+    assert_eq!(scanner.stats().lines, 1);
+    assert_eq!(scanner.stats().matched_lines, 1);
+    assert_eq!(d.pending(), 0);
+    assert_eq!(d.stats.bytes, line.len() as u64);
 }
 
 // ------------------------------------------------- Replies larger than requests
