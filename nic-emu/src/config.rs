@@ -324,7 +324,8 @@ pub struct DeviceConfig {
     /// engine evicts from its own caches the pipe line this many lines
     /// ahead, so that its write there, like a device's, does not find a
     /// stale copy of its own (0: never; a no-op on CPUs without
-    /// `clflushopt`). See the engine's `evict` module for why and when.
+    /// `clflushopt`). Stream pipes get the same, four times further
+    /// ahead. See the engine's `evict` module for why and when.
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
     /// Whether the engine, while it runs, compares its cost per frame with

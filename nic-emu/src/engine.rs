@@ -1261,7 +1261,14 @@ impl Core {
             payload,
             1,
         );
+        let from = pipe.tail as usize;
         pipe.tail = (pipe.tail + payload.len() as u32) & mask;
+        if self.evict_ahead != 0 {
+            // Further ahead than in frame pipes: one write may fill many
+            // lines (see [`evict`]).
+            let ahead = self.evict_ahead * evict::STREAM_AHEAD_FACTOR;
+            app.evict_ring(pipe.base, self.pipe_size, from, pipe.tail as usize, ahead);
+        }
         pcs.rx_frames += 1;
         pcs.rx_bytes += payload.len() as u64;
         self.frames += 1;

@@ -35,12 +35,19 @@
 //! whose consecutive lines' misses overlap, while evicting all their lines
 //! cost a lot (echo with the vCPUs close: 18.4-18.9 -> 10.8 Mpps at 256 B,
 //! 8.5 -> 1.7 at 1518 B; evicting only each frame's first line still 13.2
-//! and 5.5). Stream pipes are not treated: evicting ahead of their tail
-//! was tried with the log monitor (1 KiB payloads, apache patterns, a log
-//! with 2% events) and made its Ensō side slower in both placements (vCPUs
-//! close: 1.39-1.44 Mpps against 3.06-3.15 without; apart: 1.02-1.10
-//! against 1.23-1.28). Distances of 4..=1024 lines were tried at 64 B: 16
-//! was best in both placements; 4 and 8 were much slower apart.
+//! and 5.5). At 64 B, distances of 4..=1024 lines were tried: 16 was best
+//! in both placements; 4 and 8 were much slower apart.
+//!
+//! Stream pipes are treated too, [`STREAM_AHEAD_FACTOR`] times further
+//! ahead (64 lines by default), since one payload there may fill many
+//! lines. The log monitor (1 KiB payloads, apache patterns, a log with 2%
+//! events) with the vCPUs apart: 1.88-1.91 Mpps without, 1.42-1.54 at 16
+//! lines ahead (the lines of the very next payload, whose stores then wait
+//! on the evictions), 3.09-3.15 at 64 and 2.79-3.13 at 256, where the
+//! monitor rather than the engine was the limit. With them close it
+//! changed nothing (3.06-3.15 Mpps without, 3.13-3.19 with; app-limited).
+//! The chooser times single-line frames only; stream pipes follow its
+//! choice.
 //!
 //! The same holds for lines the engine reads: a TX pipe's data, read by
 //! the engine and rewritten by the application a lap later, needs the
@@ -59,6 +66,10 @@
 //! vCPUs apart (rx 5.5-5.8 vs 6.3 Mpps), and it never showed the stall.
 
 use crate::wire::FLIT;
+
+/// How many times further ahead than in frame pipes the lines of stream
+/// pipes are evicted.
+pub(super) const STREAM_AHEAD_FACTOR: usize = 4;
 
 /// Ring positions (bytes, each a line start, in `0..size`) of the lines to
 /// evict as a ring's tail moves from `from` to `to` (positions in a ring of
