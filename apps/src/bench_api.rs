@@ -882,11 +882,11 @@ fn app_thread(
         }
     }
     let nic_busy = m.nic_after.engine.busy_ns - m.nic_before.engine.busy_ns;
-    let app_total = |s: &Stats, f: fn(&nic_emu::counters::AppCounters) -> u64| -> u64 {
-        s.apps.iter().map(|a| f(&a.counters)).sum()
-    };
     let delta = |f: fn(&nic_emu::counters::AppCounters) -> u64| {
-        app_total(&m.nic_after, f).saturating_sub(app_total(&m.nic_before, f)) as f64 / u
+        m.nic_after
+            .app_sum(f)
+            .saturating_sub(m.nic_before.app_sum(f)) as f64
+            / u
     };
     Ok(TrialResult {
         app,
