@@ -118,6 +118,126 @@ struct AppOut {
     probe_rtt_ns: f64,
     /// ...and after them (the host may move the vCPUs in between).
     probe_after_rtt_ns: f64,
+    /// Each round's pair of trials, with the placement the probes around
+    /// it found.
+    rounds: Vec<RoundOut>,
+    /// The rounds grouped by placement (rounds whose placement changed
+    /// during the pair left out): the speedup with the vCPUs close and
+    /// with them apart can differ several times over.
+    by_placement: Vec<PlacementOut>,
+}
+
+/// Where the host had put the two vCPUs, from the cross-core probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum PlacementClass {
+    /// Hyperthreads of one core (probe below [`SIBLINGS_BELOW_NS`]).
+    Siblings,
+    /// Cores of one complex, sharing a last-level cache.
+    Close,
+    /// Cores in different complexes (probe at least [`APART_FROM_NS`]).
+    Apart,
+    /// The probes before and after the pair disagreed: the host moved the
+    /// vCPUs during it.
+    Mixed,
+}
+
+/// Probe round trips below this: sibling hyperthreads (~40 ns here).
+const SIBLINGS_BELOW_NS: f64 = 60.0;
+/// Probe round trips from this on: different core complexes (~350-400 ns
+/// here, against ~80-90 within one).
+const APART_FROM_NS: f64 = 200.0;
+
+impl PlacementClass {
+    fn of(rtt_ns: f64) -> Self {
+        if rtt_ns < SIBLINGS_BELOW_NS {
+            PlacementClass::Siblings
+        } else if rtt_ns < APART_FROM_NS {
+            PlacementClass::Close
+        } else {
+            PlacementClass::Apart
+        }
+    }
+
+    /// The placement of a pair of trials between two probes.
+    fn between(before_ns: f64, after_ns: f64) -> Self {
+        let (a, b) = (Self::of(before_ns), Self::of(after_ns));
+        if a == b {
+            a
+        } else {
+            PlacementClass::Mixed
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            PlacementClass::Siblings => "siblings",
+            PlacementClass::Close => "close",
+            PlacementClass::Apart => "apart",
+            PlacementClass::Mixed => "mixed",
+        }
+    }
+}
+
+/// One round: an Ensō trial then a packetized one.
+#[derive(Debug, Clone, Serialize)]
+struct RoundOut {
+    placement: PlacementClass,
+    probe_before_ns: f64,
+    probe_after_ns: f64,
+    enso_rate_m: f64,
+    packetized_rate_m: f64,
+    speedup: f64,
+}
+
+/// The rounds of one placement.
+#[derive(Debug, Clone, Serialize)]
+struct PlacementOut {
+    placement: PlacementClass,
+    rounds: usize,
+    /// Medians over those rounds.
+    speedup: f64,
+    enso_rate_m: f64,
+    packetized_rate_m: f64,
+}
+
+/// Groups `rounds` by placement, in the order siblings, close, apart;
+/// rounds of a mixed placement are left out.
+fn by_placement(rounds: &[RoundOut]) -> Vec<PlacementOut> {
+    let mut classes: Vec<PlacementClass> = rounds
+        .iter()
+        .map(|r| r.placement)
+        .filter(|&c| c != PlacementClass::Mixed)
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
+        .into_iter()
+        .map(|c| {
+            let of = |f: &dyn Fn(&RoundOut) -> f64| {
+                median(rounds.iter().filter(|r| r.placement == c).map(f).collect())
+            };
+            PlacementOut {
+                placement: c,
+                rounds: rounds.iter().filter(|r| r.placement == c).count(),
+                speedup: of(&|r| r.speedup),
+                enso_rate_m: of(&|r| r.enso_rate_m),
+                packetized_rate_m: of(&|r| r.packetized_rate_m),
+            }
+        })
+        .collect()
+}
+
+/// The table cell of [`AppOut::by_placement`]: `close 1.65 (3), apart
+/// 3.61 (2)`.
+fn placement_cell(v: &[PlacementOut]) -> String {
+    if v.is_empty() {
+        return "-".to_string();
+    }
+    v.iter()
+        .map(|p| format!("{} {:.2} ({})", p.placement.name(), p.speedup, p.rounds))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -254,7 +374,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             Some((p, s)) => (Some(p), Some(s)),
             None => (None, None),
         };
-        let probe = probe::measure(&placement, Duration::from_millis(30));
+        let probe = probe::measure(&placement, probe::DEFAULT_DURATION);
         let opts = a.load.apply(TrialOptions {
             duration: Duration::from_millis(a.trial_ms),
             warmup: Duration::from_millis(150),
@@ -272,6 +392,8 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         });
         let mut per: [Vec<TrialResult>; 2] = [Vec::new(), Vec::new()];
         let mut ratios = Vec::new();
+        let mut rounds = Vec::new();
+        let mut before = probe.rtt_ns;
         for round in 0..a.rounds {
             let mut rates = [0.0; 2];
             for (i, iface) in Interface::ALL.into_iter().enumerate() {
@@ -297,9 +419,20 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 rates[i] = r.rate;
                 per[i].push(r);
             }
-            ratios.push(rates[0] / rates[1].max(1e-9));
+            let ratio = rates[0] / rates[1].max(1e-9);
+            ratios.push(ratio);
+            // This round's after-probe is the next one's before-probe.
+            let after = probe::measure(&placement, probe::DEFAULT_DURATION).rtt_ns;
+            rounds.push(RoundOut {
+                placement: PlacementClass::between(before, after),
+                probe_before_ns: before,
+                probe_after_ns: after,
+                enso_rate_m: rates[0] / 1e6,
+                packetized_rate_m: rates[1] / 1e6,
+                speedup: ratio,
+            });
+            before = after;
         }
-        let after = probe::measure(&placement, Duration::from_millis(30));
         let [e, p] = per;
         let enso = side(&e);
         let packetized = side(&p);
@@ -317,7 +450,9 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             target_speedup: target(app),
             load: e[0].load.clone(),
             probe_rtt_ns: probe.rtt_ns,
-            probe_after_rtt_ns: after.rtt_ns,
+            probe_after_rtt_ns: before,
+            by_placement: by_placement(&rounds),
+            rounds,
             enso,
             packetized,
         });
@@ -328,6 +463,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         "enso M/s",
         "packetized M/s",
         "speedup",
+        "speedup by placement (rounds)",
         "target",
         "enso app ns/unit",
         "packetized app ns/unit",
@@ -342,6 +478,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             format!("{:.3}", o.enso.rate_m),
             format!("{:.3}", o.packetized.rate_m),
             format!("{:.2}", o.speedup),
+            placement_cell(&o.by_placement),
             format!("{:.1}", o.target_speedup),
             format!("{:.1}", o.enso.app_ns_per_unit),
             format!("{:.1}", o.packetized.app_ns_per_unit),
@@ -351,7 +488,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         ]);
     }
     let md = format!(
-        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart).\n",
+        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart). speedup by placement: the median speedup of the rounds (pairs of trials) whose probes before and after both found the vCPUs as sibling hyperthreads (probe under {SIBLINGS_BELOW_NS} ns), close (same core complex) or apart (probe from {APART_FROM_NS} ns), with the number of such rounds; a round during which the host moved the vCPUs counts in none.\n",
         placement.core(Side::A),
         placement.core(Side::B),
         a.rounds,
@@ -402,6 +539,49 @@ mod tests {
         assert_eq!(services_of("sshd+apache").unwrap(), ["sshd", "apache"]);
         assert!(services_of("ftp").unwrap_err().contains("ftp"));
         assert!(services_of("sshd+").is_err());
+    }
+
+    fn round(placement: PlacementClass, speedup: f64) -> RoundOut {
+        RoundOut {
+            placement,
+            probe_before_ns: 0.0,
+            probe_after_ns: 0.0,
+            enso_rate_m: speedup * 10.0,
+            packetized_rate_m: 10.0,
+            speedup,
+        }
+    }
+
+    #[test]
+    fn probes_classify_placements() {
+        assert_eq!(PlacementClass::of(39.0), PlacementClass::Siblings);
+        assert_eq!(PlacementClass::of(85.0), PlacementClass::Close);
+        assert_eq!(PlacementClass::of(380.0), PlacementClass::Apart);
+        assert_eq!(PlacementClass::between(84.0, 90.0), PlacementClass::Close);
+        assert_eq!(PlacementClass::between(84.0, 380.0), PlacementClass::Mixed);
+        assert_eq!(PlacementClass::between(39.0, 85.0), PlacementClass::Mixed);
+    }
+
+    #[test]
+    fn rounds_group_by_placement_without_mixed_ones() {
+        use PlacementClass::*;
+        let rs = [
+            round(Apart, 3.6),
+            round(Close, 1.6),
+            round(Mixed, 9.0),
+            round(Close, 1.7),
+            round(Apart, 3.2),
+            round(Close, 1.8),
+        ];
+        let g = by_placement(&rs);
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].placement, g[0].rounds), (Close, 3));
+        assert!((g[0].speedup - 1.7).abs() < 1e-9);
+        assert!((g[0].enso_rate_m - 17.0).abs() < 1e-9);
+        assert_eq!((g[1].placement, g[1].rounds), (Apart, 2));
+        assert!((g[1].speedup - 3.4).abs() < 1e-9);
+        assert_eq!(placement_cell(&g), "close 1.70 (3), apart 3.40 (2)");
+        assert_eq!(placement_cell(&by_placement(&[round(Mixed, 2.0)])), "-");
     }
 
     #[test]
