@@ -186,6 +186,12 @@ pub struct EngineCounters {
     /// ([`crate::DeviceConfig::evict_ahead_adaptive`]).
     #[serde(default)]
     pub evict_ahead_switches: u64,
+    /// Of `frames`, those the generator's runs wrote (frames that follow
+    /// one to the same pipe or queue, written without deciding again what
+    /// the first needed decided): a measure of the emulator's own work,
+    /// not of the NIC's.
+    #[serde(default)]
+    pub run_frames: u64,
 }
 
 impl EngineCounters {

@@ -370,6 +370,8 @@ struct Core {
     mmio_batch: Vec<(u32, u32)>,
     pcie: PcieCounters,
     frames: u64,
+    /// Of `frames`, those written by runs (see [`Run`]).
+    run_frames: u64,
     trace: Option<Vec<TraceEvent>>,
     /// The current step's time and number (see [`Core::look_before_drop`]).
     now: u64,
@@ -500,6 +502,7 @@ impl Engine {
             mmio_batch: Vec::with_capacity(MMIO_BUDGET as usize),
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
+            run_frames: 0,
             trace: None,
             now: 0,
             step_no: 0,
@@ -723,7 +726,7 @@ impl Engine {
                     };
                     p.counters.rx_frames += 1;
                     p.counters.rx_bytes += f.len() as u64;
-                    core.deliver(i, ts, &mut p.counters, f, None);
+                    let _ = core.deliver(i, ts, &mut p.counters, f, None);
                     fifo.pop();
                     n += 1;
                 }
@@ -731,14 +734,16 @@ impl Engine {
             }
             if let Wire::Generator(g) = &mut p.wire {
                 let clock = core.clock.clone();
-                let sink = RxSink {
+                let mut sink = RxSink {
                     core: &mut *core,
                     port: i,
                     ts,
                     counters: &mut p.counters,
+                    run: Run::CLOSED,
                 };
                 let (sent, sent_bytes) = (g.counters.sent, g.counters.sent_bytes);
-                work += g.emit_to(now, &clock, sink);
+                work += g.emit_to(now, &clock, &mut sink);
+                sink.close_run();
                 // Every frame the generator sent arrived at the port.
                 p.counters.rx_frames += g.counters.sent - sent;
                 p.counters.rx_bytes += g.counters.sent_bytes - sent_bytes;
@@ -800,6 +805,7 @@ impl Engine {
     pub fn stats(&self) -> Stats {
         let mut engine = self.counters.clone();
         engine.frames = self.core.frames;
+        engine.run_frames = self.core.run_frames;
         engine.evict_ahead_on = self.core.evict_ahead != 0;
         engine.evict_ahead_switches = self
             .ahead
@@ -1007,19 +1013,199 @@ impl TxSink for ToWire<'_> {
 }
 
 /// The RX path of one port as the destination of its generator's frames.
+/// The caller calls [`RxSink::close_run`] when the generator is done.
 struct RxSink<'a> {
     core: &'a mut Core,
     port: usize,
     /// The port's timestamp offset (see [`Core::deliver`]).
     ts: Option<usize>,
     counters: &'a mut PortCounters,
+    run: Run,
 }
 
-impl port::FrameSink for RxSink<'_> {
+/// Frames the generator sends one after another to the same target (a
+/// frame pipe or a descriptor queue), written without deciding again for
+/// each what [`Core::deliver`] decided for the first: the steering (a
+/// remembered decision still current), that the target is enabled and its
+/// owner attached, and for a pipe that no notification is due (one is
+/// outstanding and notifications are not per packet) and the room left.
+/// The bytes, the tail or descriptor, and the PCIe cut stay per frame;
+/// counters are added when the run closes. What the NIC does is unchanged:
+/// the same bytes at the same places, the same counts and notifications;
+/// the emulator saves the repeated decisions, on the engine's core, which
+/// limits trials of cheap applications. Both interfaces get runs.
+///
+/// A pipe's run holds its tail: the run must close before anything else
+/// looks at the pipe, which [`RxSink::frame`] ensures for other frames and
+/// the caller for the rest of the step.
+struct Run {
+    /// The steering target (`NONE`: no run open).
+    target: u32,
+    /// Versions of the flow table and of the port's fallback the run was
+    /// opened under (a frame's remembered steering must be for them).
+    flows_version: u64,
+    fallback_version: u64,
+    /// A pipe's tail, in flits.
+    tail: u32,
+    /// Flits a pipe's run may still write before the end of the ring or the
+    /// pipe's head, whichever comes first.
+    room: u32,
+    counts: RunCounts,
+}
+
+/// What a run wrote, added to the counters when it closes.
+#[derive(Clone, Copy, Default)]
+pub(super) struct RunCounts {
+    pub(super) frames: u64,
+    pub(super) bytes: u64,
+    /// Flits of the frames, and the bytes and TLPs of their DMA writes.
+    pub(super) flits: u64,
+    pub(super) dma_bytes: u64,
+    pub(super) tlps: u64,
+}
+
+impl Run {
+    const NONE: u32 = u32::MAX;
+    const CLOSED: Run = Run {
+        target: Run::NONE,
+        flows_version: 0,
+        fallback_version: 0,
+        tail: 0,
+        room: 0,
+        counts: RunCounts {
+            frames: 0,
+            bytes: 0,
+            flits: 0,
+            dma_bytes: 0,
+            tlps: 0,
+        },
+    };
+}
+
+impl RxSink<'_> {
+    /// Gives a pipe its tail back and adds the run's counts.
+    #[inline]
+    fn close_run(&mut self) {
+        let target = self.run.target;
+        if target == Run::NONE {
+            return;
+        }
+        let run = std::mem::replace(&mut self.run, Run::CLOSED);
+        let core = &mut *self.core;
+        let c = run.counts;
+        if target >= layout::DESC_TARGET_BASE {
+            let qc = &mut core.dq_counters[(target - layout::DESC_TARGET_BASE) as usize];
+            qc.rx_frames += c.frames;
+            qc.rx_bytes += c.bytes;
+        } else {
+            let pid = target as usize;
+            core.pipes[pid].tail = run.tail;
+            let pcs = &mut core.pipe_counters[pid];
+            pcs.rx_frames += c.frames;
+            pcs.rx_bytes += c.bytes;
+            // A pipe's runs carry single-line frames only (see `frame`).
+            core.single_line_frames += c.frames;
+        }
+        core.frames += c.frames;
+        core.run_frames += c.frames;
+        core.flits_in += c.flits;
+        core.pcie
+            .record_dma_writes(TrafficClass::Data, c.frames, c.dma_bytes, c.tlps);
+    }
+
+    /// After [`Core::deliver`] wrote a frame for `target`: opens a run there
+    /// if the frames that follow need nothing decided again.
+    #[inline]
+    fn open_run(&mut self, target: u32) {
+        let core = &*self.core;
+        if self.ts.is_some() || core.trace.is_some() {
+            return;
+        }
+        let mut run = Run {
+            target,
+            flows_version: core.flows.version(),
+            fallback_version: core.fallback[self.port].version(),
+            ..Run::CLOSED
+        };
+        if target < layout::DESC_TARGET_BASE {
+            let p = &core.pipes[target as usize];
+            if core.per_packet || !p.outstanding || p.stream || p.base == 0 {
+                return;
+            }
+            let Some(app) = core.apps[p.owner as usize].as_ref() else {
+                return;
+            };
+            // The whole ring lies in the region (as every enabled pipe's
+            // does; checked again so the run can rely on it).
+            if !app.in_region(p.base, core.pipe_size) {
+                return;
+            }
+            let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (core.pipe_flits - 1);
+            run.tail = p.tail;
+            run.room = free.min(core.pipe_flits - p.tail);
+        } else {
+            // A queue's frames are stamped by its own port's setting.
+            let dq = &core.dqs[(target - layout::DESC_TARGET_BASE) as usize];
+            if core.ts_offset[dq.port as usize].is_some() {
+                return;
+            }
+        }
+        self.run = run;
+    }
+
+    /// Writes a single-line frame into the open run's pipe.
+    #[inline(always)]
+    fn pipe_run_frame(&mut self, data: &[u8]) {
+        let core = &*self.core;
+        let run = &mut self.run;
+        let p = &core.pipes[run.target as usize];
+        let app = core.apps[p.owner as usize].as_ref().expect("run open");
+        let off = p.base + run.tail as usize * FLIT;
+        app.write(off, data);
+        let c = &mut run.counts;
+        c.tlps += core.pcie.link.dma_write_tlps(off as u64, FLIT as u64);
+        c.dma_bytes += FLIT as u64;
+        let from = run.tail as usize * FLIT;
+        run.tail = (run.tail + 1) & (core.pipe_flits - 1);
+        if core.evict_ahead != 0 {
+            let to = run.tail as usize * FLIT;
+            app.evict_ring(p.base, core.pipe_size, from, to, core.evict_ahead);
+        }
+        run.room -= 1;
+        c.frames += 1;
+        c.bytes += data.len() as u64;
+        c.flits += 1;
+    }
+}
+
+impl port::FrameSink for &mut RxSink<'_> {
     #[inline(always)]
     fn frame(&mut self, frame: &[u8], pre: Option<port::Precomputed<'_>>) {
-        self.core
+        if let Some((c, memo)) = &pre {
+            let run = &mut self.run;
+            if run.target != Run::NONE
+                && memo.target_at(run.flows_version, run.fallback_version) == Some(run.target)
+            {
+                if run.target >= layout::DESC_TARGET_BASE {
+                    let q = (run.target - layout::DESC_TARGET_BASE) as usize;
+                    if self.core.desc_run_frame(q, frame, &mut run.counts) {
+                        return;
+                    }
+                } else if run.room > 0 && c.place.flits == 1 {
+                    self.pipe_run_frame(&frame[..c.place.len]);
+                    return;
+                }
+            }
+        }
+        self.close_run();
+        let single = pre.as_ref().is_some_and(|(c, _)| c.place.flits == 1);
+        let to = self
+            .core
             .deliver(self.port, self.ts, self.counters, frame, pre);
+        match to {
+            Some(t) if single || t >= layout::DESC_TARGET_BASE => self.open_run(t),
+            _ => {}
+        }
     }
 }
 
@@ -1028,6 +1214,8 @@ impl Core {
     /// its pipe, or count why not. The caller counts the frame's arrival in
     /// `pc` (`rx_frames`, `rx_bytes`) and passes the port's timestamp offset
     /// `ts` (`ts_offset[port]`, which only TX notifications change).
+    /// Returns its steering target (a frame pipe or a descriptor queue) if
+    /// it was written there.
     #[inline(always)]
     fn deliver(
         &mut self,
@@ -1036,7 +1224,7 @@ impl Core {
         pc: &mut PortCounters,
         frame: &[u8],
         pre: Option<crate::port::Precomputed<'_>>,
-    ) {
+    ) -> Option<u32> {
         let fallback = &mut self.fallback[port];
         let (place, target) = match pre {
             Some((c, memo)) => (
@@ -1050,21 +1238,21 @@ impl Core {
                 ),
                 Err(FrameError::Oversize) => {
                     pc.drop_oversize += 1;
-                    return;
+                    return None;
                 }
                 Err(_) => {
                     pc.drop_malformed += 1;
-                    return;
+                    return None;
                 }
             },
         };
         let Some(pid) = target else {
             pc.drop_no_match += 1;
-            return;
+            return None;
         };
         if pid >= layout::DESC_TARGET_BASE {
-            self.deliver_desc((pid - layout::DESC_TARGET_BASE) as usize, pc, frame);
-            return;
+            let q = (pid - layout::DESC_TARGET_BASE) as usize;
+            return self.deliver_desc(q, pc, frame).then_some(pid);
         }
         let pid = pid as usize;
         // Where it goes and whether it fits; if not, apply the application's
@@ -1075,7 +1263,7 @@ impl Core {
             let owner = p.owner as usize;
             if p.base == 0 || self.apps[owner].is_none() {
                 pc.drop_no_match += 1;
-                return;
+                return None;
             }
             if p.stream {
                 // Applying the posted writes may disable the pipe or make it
@@ -1086,7 +1274,7 @@ impl Core {
                     continue;
                 }
                 self.deliver_stream(pid, frame);
-                return;
+                return None;
             }
             let notify = self.per_packet || !p.outstanding;
             match self.lacks_room(pid, owner, place.flits, notify) {
@@ -1101,7 +1289,7 @@ impl Core {
                         Full::Pipe => pcs.drop_pipe_full += 1,
                         Full::NotificationRing => pcs.drop_notif_ring_full += 1,
                     }
-                    return;
+                    return None;
                 }
             }
         };
@@ -1166,6 +1354,7 @@ impl Core {
             let (pcie, trace) = (&mut self.pcie, &mut self.trace);
             notify_pipe(app, pcie, trace, self.ring_mask, pid, pipe, pcs, vis);
         }
+        Some(pid as u32)
     }
 
     /// Flits of all enabled frame pipes: what single-line frames take to

@@ -41,6 +41,14 @@ pub struct FlowTable {
     version: u64,
 }
 
+impl FlowTable {
+    /// Changes with every change to the table.
+    #[inline(always)]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
 impl Default for FlowTable {
     fn default() -> Self {
         Self {
@@ -243,6 +251,11 @@ impl Default for Fallback {
 }
 
 impl Fallback {
+    /// Changes with every change to the fallback pipes or their policy.
+    #[inline(always)]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
     pub fn add(&mut self, pipe: u32) {
         self.version += 1;
         if !self.pipes.contains(&pipe) {
@@ -313,6 +326,15 @@ pub struct SteerMemo {
     flows: u64,
     fallback: u64,
     target: u32,
+}
+
+impl SteerMemo {
+    /// The remembered target if it was decided under these versions of the
+    /// flow table and the port's fallback (see [`FlowTable::version`]).
+    #[inline(always)]
+    pub fn target_at(&self, flows_version: u64, fallback_version: u64) -> Option<u32> {
+        (self.flows == flows_version && self.fallback == fallback_version).then_some(self.target)
+    }
 }
 
 /// [`steer_classified`] for frames whose headers equal those `memo` was

@@ -240,6 +240,20 @@ impl PcieCounters {
         self.up.class_mut(class).record(bytes, len, tlps);
     }
 
+    /// `writes` DMA writes already cut into `tlps` TLPs (see
+    /// [`LinkConfig::dma_write_tlps`]) carrying `len` bytes in all: the sum
+    /// of as many [`PcieCounters::record_dma_write`] calls, for a caller
+    /// that accounts a run of writes at once.
+    #[inline]
+    pub fn record_dma_writes(&mut self, class: TrafficClass, writes: u64, len: u64, tlps: u64) {
+        let bytes = len + tlps * u64::from(crate::tlp::MEM_REQUEST_OVERHEAD);
+        let c = self.up.class_mut(class);
+        c.link_bytes += bytes;
+        c.payload_bytes += len;
+        c.tlps += tlps;
+        c.transactions += writes;
+    }
+
     /// The device reads `len` bytes of host memory at `addr`: the requests
     /// are counted up (no payload), the completions down (`len` payload).
     /// Zero-length reads are not issued and not counted.

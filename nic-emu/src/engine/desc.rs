@@ -143,7 +143,8 @@ impl Core {
 
     /// The RX path into descriptor queue `q`.
     #[inline(always)]
-    pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) {
+    /// Returns whether the frame was written into a buffer.
+    pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) -> bool {
         if self.dqs[q].rx_ring != 0 && self.dqs[q].rx_head == self.dqs[q].rx_tail {
             self.look_before_drop(self.dqs[q].owner as usize);
         }
@@ -151,19 +152,20 @@ impl Core {
         let qc = &mut self.dq_counters[q];
         if dq.rx_ring == 0 {
             pc.drop_no_match += 1;
-            return;
+            return false;
         }
         let Some(app) = self.apps[dq.owner as usize].as_mut() else {
             pc.drop_no_match += 1;
-            return;
+            return false;
         };
         if dq.rx_head == dq.rx_tail {
             qc.drop_no_descriptor += 1;
-            return;
+            return false;
         }
         let d = app.desc(dq.rx_ring, dq.rx_head);
         let buf = d.qw0.load(Ordering::Relaxed) as usize;
         let len = frame.len();
+        let mut written = true;
         if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
             // A descriptor pointing outside the application's memory: refuse
             // it, hand it back marked, drop the frame.
@@ -172,6 +174,7 @@ impl Core {
             d.qw1.store(desc::RX_DD | desc::RX_ERR, Ordering::Release);
             qc.drop_bad_descriptor += 1;
             app.counters.reject_bad_descriptor += 1;
+            written = false;
         } else {
             app.write(buf, frame);
             self.pcie
@@ -203,6 +206,55 @@ impl Core {
         if dq.rx_wb_pending >= self.desc_writeback || dq.rx_head == 0 {
             flush_wb(&mut self.pcie, dq);
         }
+        written
+    }
+
+    /// [`Core::deliver_desc`] for a frame of a run (see `Run` in the engine)
+    /// to queue `q`, enabled with its owner attached when the run opened:
+    /// the frame's counts go to `counts`. False, with nothing done, when
+    /// the frame needs deciding again (no descriptor, or a refused one).
+    #[inline(always)]
+    pub(super) fn desc_run_frame(
+        &mut self,
+        q: usize,
+        frame: &[u8],
+        counts: &mut super::RunCounts,
+    ) -> bool {
+        let dq = &mut self.dqs[q];
+        if dq.rx_head == dq.rx_tail {
+            return false;
+        }
+        let Some(app) = self.apps[dq.owner as usize].as_ref() else {
+            return false;
+        };
+        let d = app.desc(dq.rx_ring, dq.rx_head);
+        let buf = d.qw0.load(Ordering::Relaxed) as usize;
+        let len = frame.len();
+        if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
+            return false;
+        }
+        app.write(buf, frame);
+        counts.tlps += self.pcie.link.dma_write_tlps(buf as u64, len as u64);
+        counts.dma_bytes += len as u64;
+        d.qw0.store(0, Ordering::Relaxed);
+        // SYNC POINT E (Release): pairs with software's Acquire load of
+        // `qw1`, as in `deliver_desc`.
+        d.qw1.store(
+            desc::RX_DD | desc::RX_EOP | (len as u64) << 32,
+            Ordering::Release,
+        );
+        counts.frames += 1;
+        counts.bytes += len as u64;
+        counts.flits += crate::wire::flits(len) as u64;
+        if dq.rx_wb_pending == 0 {
+            dq.rx_wb_first = dq.rx_head;
+        }
+        dq.rx_head = (dq.rx_head + 1) & dq.rx_mask;
+        dq.rx_wb_pending += 1;
+        if dq.rx_wb_pending >= self.desc_writeback || dq.rx_head == 0 {
+            flush_wb(&mut self.pcie, dq);
+        }
+        true
     }
 
     /// Accounts RX write-backs still being coalesced (end of a step).
