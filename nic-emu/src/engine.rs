@@ -1057,6 +1057,8 @@ struct Run {
 #[derive(Clone, Copy, Default)]
 pub(super) struct RunCounts {
     pub(super) frames: u64,
+    /// Of `frames`, those of one line (a pipe's: see `evict_ahead`).
+    pub(super) single_line: u64,
     pub(super) bytes: u64,
     /// Flits of the frames, and the bytes and TLPs of their DMA writes.
     pub(super) flits: u64,
@@ -1074,6 +1076,7 @@ impl Run {
         room: 0,
         counts: RunCounts {
             frames: 0,
+            single_line: 0,
             bytes: 0,
             flits: 0,
             dma_bytes: 0,
@@ -1103,8 +1106,7 @@ impl RxSink<'_> {
             let pcs = &mut core.pipe_counters[pid];
             pcs.rx_frames += c.frames;
             pcs.rx_bytes += c.bytes;
-            // A pipe's runs carry single-line frames only (see `frame`).
-            core.single_line_frames += c.frames;
+            core.single_line_frames += c.single_line;
         }
         core.frames += c.frames;
         core.run_frames += c.frames;
@@ -1153,9 +1155,10 @@ impl RxSink<'_> {
         self.run = run;
     }
 
-    /// Writes a single-line frame into the open run's pipe.
+    /// Writes a frame of `flits` lines (no marker) into the open run's
+    /// pipe, which has room for them before the end of its ring.
     #[inline(always)]
-    fn pipe_run_frame(&mut self, data: &[u8]) {
+    fn pipe_run_frame(&mut self, data: &[u8], flits: u32) {
         let core = &*self.core;
         let run = &mut self.run;
         let p = &core.pipes[run.target as usize];
@@ -1163,18 +1166,23 @@ impl RxSink<'_> {
         let off = p.base + run.tail as usize * FLIT;
         app.write(off, data);
         let c = &mut run.counts;
-        c.tlps += core.pcie.link.dma_write_tlps(off as u64, FLIT as u64);
-        c.dma_bytes += FLIT as u64;
+        let dma = u64::from(flits) * FLIT as u64;
+        c.tlps += core.pcie.link.dma_write_tlps(off as u64, dma);
+        c.dma_bytes += dma;
         let from = run.tail as usize * FLIT;
-        run.tail = (run.tail + 1) & (core.pipe_flits - 1);
-        if core.evict_ahead != 0 {
-            let to = run.tail as usize * FLIT;
-            app.evict_ring(p.base, core.pipe_size, from, to, core.evict_ahead);
+        run.tail = (run.tail + flits) & (core.pipe_flits - 1);
+        // As in `deliver`: single-line frames only.
+        if flits == 1 {
+            c.single_line += 1;
+            if core.evict_ahead != 0 {
+                let to = run.tail as usize * FLIT;
+                app.evict_ring(p.base, core.pipe_size, from, to, core.evict_ahead);
+            }
         }
-        run.room -= 1;
+        run.room -= flits;
         c.frames += 1;
         c.bytes += data.len() as u64;
-        c.flits += 1;
+        c.flits += u64::from(flits);
     }
 }
 
@@ -1191,20 +1199,18 @@ impl port::FrameSink for &mut RxSink<'_> {
                     if self.core.desc_run_frame(q, frame, &mut run.counts) {
                         return;
                     }
-                } else if run.room > 0 && c.place.flits == 1 {
-                    self.pipe_run_frame(&frame[..c.place.len]);
+                } else if !c.place.marker && run.room as usize >= c.place.flits {
+                    self.pipe_run_frame(&frame[..c.place.len], c.place.flits as u32);
                     return;
                 }
             }
         }
         self.close_run();
-        let single = pre.as_ref().is_some_and(|(c, _)| c.place.flits == 1);
         let to = self
             .core
             .deliver(self.port, self.ts, self.counters, frame, pre);
-        match to {
-            Some(t) if single || t >= layout::DESC_TARGET_BASE => self.open_run(t),
-            _ => {}
+        if let Some(t) = to {
+            self.open_run(t);
         }
     }
 }

@@ -7,7 +7,7 @@
 use enso::app::{EnsoDriver, PacketizedDriver, Verdict};
 use enso::Device;
 use enso_tests::*;
-use nic_emu::testframe::TestFrames;
+use nic_emu::testframe::{FrameKind, TestFrames};
 use nic_emu::{Engine, GeneratorConfig, SizeSpec, Stats};
 
 /// An application's frame handler, and a driver's poll that runs it.
@@ -28,14 +28,23 @@ struct Outcome {
     digest: u64,
 }
 
-/// The generator sends `count` frames, mostly single-line ones with some
-/// of two lines, over 16 flows spread on two pipes or queues; the
-/// application polls every third step, so pipes and rings fill and frames
-/// are dropped, and the pipes wrap many times.
+/// The generator sends 60 000 frames, mostly single-line ones with some of
+/// several lines and some opaque (a marker line before them in a pipe),
+/// over 16 flows spread on two pipes or queues; the application polls
+/// every third step, so pipes and rings fill and frames are dropped, and
+/// the pipes wrap many times.
 fn stepped(interface: Interface, traced: bool) -> Outcome {
     let g = GeneratorConfig {
         count: Some(60_000),
-        sizes: SizeSpec::Mix(vec![64, 64, 64, 64, 64, 64, 64, 128]),
+        sizes: SizeSpec::Mix(vec![64, 64, 64, 64, 64, 64, 128, 300, 1500]),
+        kinds: vec![
+            FrameKind::Ipv4Udp,
+            FrameKind::Ipv4Udp,
+            FrameKind::Ipv4Udp,
+            FrameKind::Ipv4Udp,
+            FrameKind::Ipv4Udp,
+            FrameKind::Raw,
+        ],
         flows: 16,
         burst: 64,
         max_in_flight: Some(4096),
