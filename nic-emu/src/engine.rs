@@ -372,6 +372,9 @@ struct Core {
     frames: u64,
     /// Of `frames`, those written by runs (see [`Run`]).
     run_frames: u64,
+    /// The generator's open runs, and whether any may be open.
+    pub(super) runs: [Run; RUN_SLOTS],
+    runs_open: bool,
     trace: Option<Vec<TraceEvent>>,
     /// The current step's time and number (see [`Core::look_before_drop`]).
     now: u64,
@@ -503,6 +506,8 @@ impl Engine {
             pcie: PcieCounters::new(cfg.pcie),
             frames: 0,
             run_frames: 0,
+            runs: [Run::CLOSED; RUN_SLOTS],
+            runs_open: false,
             trace: None,
             now: 0,
             step_no: 0,
@@ -739,11 +744,10 @@ impl Engine {
                     port: i,
                     ts,
                     counters: &mut p.counters,
-                    run: Run::CLOSED,
                 };
                 let (sent, sent_bytes) = (g.counters.sent, g.counters.sent_bytes);
                 work += g.emit_to(now, &clock, &mut sink);
-                sink.close_run();
+                core.close_runs();
                 // Every frame the generator sent arrived at the port.
                 p.counters.rx_frames += g.counters.sent - sent;
                 p.counters.rx_bytes += g.counters.sent_bytes - sent_bytes;
@@ -1013,31 +1017,35 @@ impl TxSink for ToWire<'_> {
 }
 
 /// The RX path of one port as the destination of its generator's frames.
-/// The caller calls [`RxSink::close_run`] when the generator is done.
+/// The caller calls [`Core::close_runs`] when the generator is done.
 struct RxSink<'a> {
     core: &'a mut Core,
     port: usize,
     /// The port's timestamp offset (see [`Core::deliver`]).
     ts: Option<usize>,
     counters: &'a mut PortCounters,
-    run: Run,
 }
 
-/// Frames the generator sends one after another to the same target (a
-/// frame pipe or a descriptor queue), written without deciding again for
-/// each what [`Core::deliver`] decided for the first: the steering (a
-/// remembered decision still current), that the target is enabled and its
-/// owner attached, and for a pipe that no notification is due (one is
-/// outstanding and notifications are not per packet) and the room left.
-/// The bytes, the tail or descriptor, and the PCIe cut stay per frame;
-/// counters are added when the run closes. What the NIC does is unchanged:
-/// the same bytes at the same places, the same counts and notifications;
-/// the emulator saves the repeated decisions, on the engine's core, which
-/// limits trials of cheap applications. Both interfaces get runs.
+/// Frames the generator sends to a target (a frame pipe or a descriptor
+/// queue) it sent a frame to before in the same step, written without
+/// deciding again for each what [`Core::deliver`] decided for the first:
+/// the steering (a remembered decision still current), that the target is
+/// enabled and its owner attached, and for a pipe that no notification is
+/// due (one is outstanding and notifications are not per packet) and the
+/// room left. The bytes, the tail or descriptor, and the PCIe cut stay per
+/// frame; counters are added when the run closes. What the NIC does is
+/// unchanged: the same bytes at the same places, the same counts and
+/// notifications; the emulator saves the repeated decisions, on the
+/// engine's core, which limits trials of cheap applications. Both
+/// interfaces get runs, a few targets at a time (`RUN_SLOTS`, by target),
+/// so frames spread over a few pipes or queues keep theirs.
 ///
 /// A pipe's run holds its tail: the run must close before anything else
-/// looks at the pipe, which [`RxSink::frame`] ensures for other frames and
-/// the caller for the rest of the step.
+/// looks at the pipe. [`RxSink::frame`] closes a target's run before
+/// delivering to it the whole way, [`Core::look_before_drop`] closes every
+/// run before applying register writes, and the caller closes them all at
+/// the end of the generator's turn.
+#[derive(Clone, Copy, Debug)]
 struct Run {
     /// The steering target (`NONE`: no run open).
     target: u32,
@@ -1053,8 +1061,11 @@ struct Run {
     counts: RunCounts,
 }
 
+/// Runs open at once, one per slot (`target % RUN_SLOTS`); a power of two.
+const RUN_SLOTS: usize = 4;
+
 /// What a run wrote, added to the counters when it closes.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct RunCounts {
     pub(super) frames: u64,
     /// Of `frames`, those of one line (a pipe's: see `evict_ahead`).
@@ -1085,98 +1096,110 @@ impl Run {
     };
 }
 
-impl RxSink<'_> {
+impl Core {
+    /// Closes every open run.
+    #[inline]
+    fn close_runs(&mut self) {
+        if self.runs_open {
+            for slot in 0..RUN_SLOTS {
+                self.close_run(slot);
+            }
+            self.runs_open = false;
+        }
+    }
+
     /// Gives a pipe its tail back and adds the run's counts.
     #[inline]
-    fn close_run(&mut self) {
-        let target = self.run.target;
+    fn close_run(&mut self, slot: usize) {
+        let target = self.runs[slot].target;
         if target == Run::NONE {
             return;
         }
-        let run = std::mem::replace(&mut self.run, Run::CLOSED);
-        let core = &mut *self.core;
+        let run = std::mem::replace(&mut self.runs[slot], Run::CLOSED);
         let c = run.counts;
         if target >= layout::DESC_TARGET_BASE {
-            let qc = &mut core.dq_counters[(target - layout::DESC_TARGET_BASE) as usize];
+            let qc = &mut self.dq_counters[(target - layout::DESC_TARGET_BASE) as usize];
             qc.rx_frames += c.frames;
             qc.rx_bytes += c.bytes;
         } else {
             let pid = target as usize;
-            core.pipes[pid].tail = run.tail;
-            let pcs = &mut core.pipe_counters[pid];
+            self.pipes[pid].tail = run.tail;
+            let pcs = &mut self.pipe_counters[pid];
             pcs.rx_frames += c.frames;
             pcs.rx_bytes += c.bytes;
-            core.single_line_frames += c.single_line;
+            self.single_line_frames += c.single_line;
         }
-        core.frames += c.frames;
-        core.run_frames += c.frames;
-        core.flits_in += c.flits;
-        core.pcie
+        self.frames += c.frames;
+        self.run_frames += c.frames;
+        self.flits_in += c.flits;
+        self.pcie
             .record_dma_writes(TrafficClass::Data, c.frames, c.dma_bytes, c.tlps);
     }
 
-    /// After [`Core::deliver`] wrote a frame for `target`: opens a run there
-    /// if the frames that follow need nothing decided again.
+    /// After [`Core::deliver`] wrote a frame for `target` (no run open
+    /// for it): opens a run there if the frames that follow need nothing
+    /// decided again. `ts` as for `deliver`.
     #[inline]
-    fn open_run(&mut self, target: u32) {
-        let core = &*self.core;
-        if self.ts.is_some() || core.trace.is_some() {
+    fn open_run(&mut self, port: usize, ts: Option<usize>, target: u32) {
+        if ts.is_some() || self.trace.is_some() {
             return;
         }
         let mut run = Run {
             target,
-            flows_version: core.flows.version(),
-            fallback_version: core.fallback[self.port].version(),
+            flows_version: self.flows.version(),
+            fallback_version: self.fallback[port].version(),
             ..Run::CLOSED
         };
         if target < layout::DESC_TARGET_BASE {
-            let p = &core.pipes[target as usize];
-            if core.per_packet || !p.outstanding || p.stream || p.base == 0 {
+            let p = &self.pipes[target as usize];
+            if self.per_packet || !p.outstanding || p.stream || p.base == 0 {
                 return;
             }
-            let Some(app) = core.apps[p.owner as usize].as_ref() else {
+            let Some(app) = self.apps[p.owner as usize].as_ref() else {
                 return;
             };
             // The whole ring lies in the region (as every enabled pipe's
             // does; checked again so the run can rely on it).
-            if !app.in_region(p.base, core.pipe_size) {
+            if !app.in_region(p.base, self.pipe_size) {
                 return;
             }
-            let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (core.pipe_flits - 1);
+            let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (self.pipe_flits - 1);
             run.tail = p.tail;
-            run.room = free.min(core.pipe_flits - p.tail);
+            run.room = free.min(self.pipe_flits - p.tail);
         } else {
             // A queue's frames are stamped by its own port's setting.
-            let dq = &core.dqs[(target - layout::DESC_TARGET_BASE) as usize];
-            if core.ts_offset[dq.port as usize].is_some() {
+            let dq = &self.dqs[(target - layout::DESC_TARGET_BASE) as usize];
+            if self.ts_offset[dq.port as usize].is_some() {
                 return;
             }
         }
-        self.run = run;
+        let slot = target as usize & (RUN_SLOTS - 1);
+        self.close_run(slot);
+        self.runs[slot] = run;
+        self.runs_open = true;
     }
 
-    /// Writes a frame of `flits` lines (no marker) into the open run's
-    /// pipe, which has room for them before the end of its ring.
+    /// Writes a frame of `flits` lines (no marker) into the pipe of the run
+    /// in `slot`, which has room for them before the end of its ring.
     #[inline(always)]
-    fn pipe_run_frame(&mut self, data: &[u8], flits: u32) {
-        let core = &*self.core;
-        let run = &mut self.run;
-        let p = &core.pipes[run.target as usize];
-        let app = core.apps[p.owner as usize].as_ref().expect("run open");
+    fn pipe_run_frame(&mut self, slot: usize, data: &[u8], flits: u32) {
+        let run = &mut self.runs[slot];
+        let p = &self.pipes[run.target as usize];
+        let app = self.apps[p.owner as usize].as_ref().expect("run open");
         let off = p.base + run.tail as usize * FLIT;
         app.write(off, data);
         let c = &mut run.counts;
         let dma = u64::from(flits) * FLIT as u64;
-        c.tlps += core.pcie.link.dma_write_tlps(off as u64, dma);
+        c.tlps += self.pcie.link.dma_write_tlps(off as u64, dma);
         c.dma_bytes += dma;
         let from = run.tail as usize * FLIT;
-        run.tail = (run.tail + flits) & (core.pipe_flits - 1);
+        run.tail = (run.tail + flits) & (self.pipe_flits - 1);
         // As in `deliver`: single-line frames only.
         if flits == 1 {
             c.single_line += 1;
-            if core.evict_ahead != 0 {
+            if self.evict_ahead != 0 {
                 let to = run.tail as usize * FLIT;
-                app.evict_ring(p.base, core.pipe_size, from, to, core.evict_ahead);
+                app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
             }
         }
         run.room -= flits;
@@ -1189,28 +1212,35 @@ impl RxSink<'_> {
 impl port::FrameSink for &mut RxSink<'_> {
     #[inline(always)]
     fn frame(&mut self, frame: &[u8], pre: Option<port::Precomputed<'_>>) {
+        let core = &mut *self.core;
         if let Some((c, memo)) = &pre {
-            let run = &mut self.run;
-            if run.target != Run::NONE
-                && memo.target_at(run.flows_version, run.fallback_version) == Some(run.target)
+            let t = memo.remembered();
+            let s = t as usize & (RUN_SLOTS - 1);
+            let run = &core.runs[s];
+            if run.target == t && memo.target_at(run.flows_version, run.fallback_version) == Some(t)
             {
-                if run.target >= layout::DESC_TARGET_BASE {
-                    let q = (run.target - layout::DESC_TARGET_BASE) as usize;
-                    if self.core.desc_run_frame(q, frame, &mut run.counts) {
+                if t >= layout::DESC_TARGET_BASE {
+                    if core.desc_run_frame(s, frame) {
                         return;
                     }
                 } else if !c.place.marker && run.room as usize >= c.place.flits {
-                    self.pipe_run_frame(&frame[..c.place.len], c.place.flits as u32);
+                    core.pipe_run_frame(s, &frame[..c.place.len], c.place.flits as u32);
                     return;
                 }
             }
         }
-        self.close_run();
-        let to = self
-            .core
-            .deliver(self.port, self.ts, self.counters, frame, pre);
-        if let Some(t) = to {
-            self.open_run(t);
+        // The whole way. First close the run in the slot of the frame's
+        // target (it may be the target's own), or every run if the target
+        // is not known yet (no current remembered steering).
+        let current = pre.as_ref().and_then(|(_, memo)| {
+            memo.target_at(core.flows.version(), core.fallback[self.port].version())
+        });
+        match current {
+            Some(t) => core.close_run(t as usize & (RUN_SLOTS - 1)),
+            None => core.close_runs(),
+        }
+        if let Some(t) = core.deliver(self.port, self.ts, self.counters, frame, pre) {
+            core.open_run(self.port, self.ts, t);
         }
     }
 }
@@ -1404,6 +1434,8 @@ impl Core {
         };
         if app.looked_step != step {
             app.looked_step = step;
+            // Register writes may change the pipes runs hold the tails of.
+            self.close_runs();
             self.drain_mmio(slot, now);
         }
     }

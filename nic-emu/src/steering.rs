@@ -335,6 +335,12 @@ impl SteerMemo {
     pub fn target_at(&self, flows_version: u64, fallback_version: u64) -> Option<u32> {
         (self.flows == flows_version && self.fallback == fallback_version).then_some(self.target)
     }
+
+    /// The remembered target, current or not (0 if none was remembered).
+    #[inline(always)]
+    pub fn remembered(&self) -> u32 {
+        self.target
+    }
 }
 
 /// [`steer_classified`] for frames whose headers equal those `memo` was

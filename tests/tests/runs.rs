@@ -115,10 +115,9 @@ fn same_outcome(interface: Interface) {
     let single = stepped(interface, true);
     let (a, b) = (&runs.stats, &single.stats);
     // The scenario exercises what it is meant to: runs, drops, wraps.
-    // (`frames` counts both directions; flows alternate between the two
-    // pipes or queues, which cuts runs short.)
+    // (`frames` counts both directions: most of the 60 000 received.)
     assert!(
-        a.engine.run_frames > 10_000,
+        a.engine.run_frames > 30_000,
         "{interface:?}: {} of {} frames in runs",
         a.engine.run_frames,
         a.engine.frames

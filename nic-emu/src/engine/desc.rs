@@ -209,18 +209,16 @@ impl Core {
         written
     }
 
-    /// [`Core::deliver_desc`] for a frame of a run (see `Run` in the engine)
-    /// to queue `q`, enabled with its owner attached when the run opened:
-    /// the frame's counts go to `counts`. False, with nothing done, when
-    /// the frame needs deciding again (no descriptor, or a refused one).
+    /// [`Core::deliver_desc`] for a frame of the run in `slot` (see `Run`
+    /// in the engine), to a queue enabled with its owner attached when the
+    /// run opened: the frame's counts go to the run. False, with nothing
+    /// done, when the frame needs deciding again (no descriptor, or a
+    /// refused one).
     #[inline(always)]
-    pub(super) fn desc_run_frame(
-        &mut self,
-        q: usize,
-        frame: &[u8],
-        counts: &mut super::RunCounts,
-    ) -> bool {
-        let dq = &mut self.dqs[q];
+    pub(super) fn desc_run_frame(&mut self, slot: usize, frame: &[u8]) -> bool {
+        let run = &mut self.runs[slot];
+        let counts = &mut run.counts;
+        let dq = &mut self.dqs[(run.target - layout::DESC_TARGET_BASE) as usize];
         if dq.rx_head == dq.rx_tail {
             return false;
         }
