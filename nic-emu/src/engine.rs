@@ -373,7 +373,7 @@ struct Core {
     /// Of `frames`, those written by runs (see [`Run`]).
     run_frames: u64,
     /// The generator's open runs, and whether any may be open.
-    pub(super) runs: [Run; RUN_SLOTS],
+    runs: [Run; RUN_SLOTS],
     runs_open: bool,
     trace: Option<Vec<TraceEvent>>,
     /// The current step's time and number (see [`Core::look_before_drop`]).
@@ -1066,15 +1066,15 @@ const RUN_SLOTS: usize = 4;
 
 /// What a run wrote, added to the counters when it closes.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct RunCounts {
-    pub(super) frames: u64,
+struct RunCounts {
+    frames: u64,
     /// Of `frames`, those of one line (a pipe's: see `evict_ahead`).
-    pub(super) single_line: u64,
-    pub(super) bytes: u64,
+    single_line: u64,
+    bytes: u64,
     /// Flits of the frames, and the bytes and TLPs of their DMA writes.
-    pub(super) flits: u64,
-    pub(super) dma_bytes: u64,
-    pub(super) tlps: u64,
+    flits: u64,
+    dma_bytes: u64,
+    tlps: u64,
 }
 
 impl Run {

@@ -354,8 +354,8 @@ pub fn steer_memo(
     c: &crate::wire::Classified,
     memo: &mut SteerMemo,
 ) -> Option<u32> {
-    if memo.flows == table.version && memo.fallback == fallback.version {
-        return Some(memo.target);
+    if let Some(t) = memo.target_at(table.version, fallback.version) {
+        return Some(t);
     }
     steer_and_remember(table, fallback, port, c, memo)
 }

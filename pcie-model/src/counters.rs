@@ -72,10 +72,16 @@ impl ClassCounters {
 
     #[inline]
     fn record(&mut self, link_bytes: u64, payload_bytes: u64, tlps: u64) {
+        self.record_many(1, link_bytes, payload_bytes, tlps);
+    }
+
+    /// `transactions` operations carrying these totals between them.
+    #[inline]
+    fn record_many(&mut self, transactions: u64, link_bytes: u64, payload_bytes: u64, tlps: u64) {
         self.link_bytes += link_bytes;
         self.payload_bytes += payload_bytes;
         self.tlps += tlps;
-        self.transactions += 1;
+        self.transactions += transactions;
     }
 }
 
@@ -247,11 +253,9 @@ impl PcieCounters {
     #[inline]
     pub fn record_dma_writes(&mut self, class: TrafficClass, writes: u64, len: u64, tlps: u64) {
         let bytes = len + tlps * u64::from(crate::tlp::MEM_REQUEST_OVERHEAD);
-        let c = self.up.class_mut(class);
-        c.link_bytes += bytes;
-        c.payload_bytes += len;
-        c.tlps += tlps;
-        c.transactions += writes;
+        self.up
+            .class_mut(class)
+            .record_many(writes, bytes, len, tlps);
     }
 
     /// The device reads `len` bytes of host memory at `addr`: the requests
