@@ -374,7 +374,9 @@ struct Reply {
     opaque: u32,
 }
 
-/// Appends one response and counts it.
+/// Appends one response and counts it. Inlined: as a call, saving and
+/// restoring registers cost about a third of it.
+#[inline(always)]
 fn answer(
     stats: &mut ServerStats,
     out: &mut BatchWriter<'_>,
@@ -382,14 +384,7 @@ fn answer(
     status: Status,
     value: &[u8],
 ) {
-    let pushed = out.push(&Message {
-        op: reply.op,
-        status: status as u8,
-        key_hash: reply.key_hash,
-        opaque: reply.opaque,
-        key: &[],
-        value,
-    });
+    let pushed = out.push_reply(reply.op, status as u8, reply.key_hash, reply.opaque, value);
     // Room for every response header was checked before the batch was read
     // and is reserved while values are added, so this cannot fail.
     debug_assert!(pushed.is_ok());

@@ -396,7 +396,10 @@ pub fn finish_udp_frame(
         UdpPacket::new_unchecked(&mut buf[l4_off..l4_off + udp_len])
             .fill_checksum(ep.src_ip, ep.dst_ip);
     }
-    buf[UDP_PAYLOAD_OFFSET + payload_len..len].fill(0);
+    if len > UDP_PAYLOAD_OFFSET + payload_len {
+        // Padding of a short frame (a call into memset, skipped when none).
+        buf[UDP_PAYLOAD_OFFSET + payload_len..len].fill(0);
+    }
     Ok(len)
 }
 
