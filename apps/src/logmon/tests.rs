@@ -221,6 +221,37 @@ fn overlong_lines_are_skipped_identically_on_both_paths() {
 }
 
 #[test]
+fn plain_lines_at_the_length_limit_are_counted_exactly() {
+    // Runs of lines holding no pattern's string, of every length around the
+    // limit (exactly at it is not overlong, one more is), between events.
+    let max_line = 64;
+    let mut log = Vec::new();
+    let mut g = LogGenerator::with_match_share(3, 1.0);
+    for run in 0..40usize {
+        g.write_line(&mut log);
+        for k in 0..(run % 7) {
+            let len = [
+                0,
+                1,
+                max_line - 1,
+                max_line,
+                max_line + 1,
+                2 * max_line + 1,
+                3 * max_line,
+            ][(run + k) % 7];
+            log.extend(std::iter::repeat(b'z').take(len));
+            log.push(b'\n');
+        }
+    }
+    let expected = reference_counts(&log, max_line);
+    assert!(expected.1.overlong_lines > 20, "{expected:?}");
+    let patterns = LogPatterns::builtin();
+    let mut s = LogScanner::with_max_line(&patterns, max_line);
+    assert_eq!(s.scan(&log), log.len());
+    assert_eq!(counts_of(&s), expected);
+}
+
+#[test]
 fn non_utf8_bytes_are_scanned() {
     let patterns = LogPatterns::builtin();
     let mut s = LogScanner::new(&patterns);
