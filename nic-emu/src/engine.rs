@@ -335,13 +335,14 @@ struct Core {
     clock: Clock,
     latency: u64,
     per_packet: bool,
-    /// Bytes ahead of a frame pipe's tail whose line is evicted from this
-    /// core's caches before a single-line frame is written (0: off, or
-    /// off for now: see [`Engine::ahead`]). See [`evict`].
+    /// Bytes ahead of a frame pipe's tail whose lines are evicted from this
+    /// core's caches before a frame of at most [`evict::MAX_FLITS`] lines
+    /// is written (0: off, or off for now: see [`Engine::ahead`]). See
+    /// [`evict`].
     evict_ahead: usize,
-    /// Single-line frames written into frame pipes, ever (the frames
-    /// `evict_ahead` is for).
-    single_line_frames: u64,
+    /// Frames of at most [`evict::MAX_FLITS`] lines written into frame
+    /// pipes, ever (the frames `evict_ahead` is for).
+    short_frames: u64,
     /// Whether the lines of TX data outside the application's RX pipes are
     /// evicted from this core's caches once transmitted. The engine reads
     /// them as a device's DMA read would, but unlike a device it keeps a
@@ -489,7 +490,7 @@ impl Engine {
             } else {
                 0
             },
-            single_line_frames: 0,
+            short_frames: 0,
             evict_tx: cfg.evict_tx_lines && evict::supported(),
             pipe_flits,
             pipe_size: cfg.pipe_size,
@@ -765,7 +766,7 @@ impl Engine {
         }) = &mut self.ahead
         {
             let core = &self.core;
-            c.update(t, self.counters.busy_ns, core.single_line_frames, || {
+            c.update(t, self.counters.busy_ns, core.short_frames, || {
                 core.frame_pipe_flits()
             });
             self.core.evict_ahead = if c.on() { *bytes } else { 0 };
@@ -1068,8 +1069,9 @@ const RUN_SLOTS: usize = 4;
 #[derive(Clone, Copy, Debug, Default)]
 struct RunCounts {
     frames: u64,
-    /// Of `frames`, those of one line (a pipe's: see `evict_ahead`).
-    single_line: u64,
+    /// Of `frames`, those of at most [`evict::MAX_FLITS`] lines (see
+    /// `evict_ahead`).
+    short: u64,
     bytes: u64,
     /// Flits of the frames, and the bytes and TLPs of their DMA writes.
     flits: u64,
@@ -1087,7 +1089,7 @@ impl Run {
         room: 0,
         counts: RunCounts {
             frames: 0,
-            single_line: 0,
+            short: 0,
             bytes: 0,
             flits: 0,
             dma_bytes: 0,
@@ -1127,7 +1129,7 @@ impl Core {
             let pcs = &mut self.pipe_counters[pid];
             pcs.rx_frames += c.frames;
             pcs.rx_bytes += c.bytes;
-            self.single_line_frames += c.single_line;
+            self.short_frames += c.short;
         }
         self.frames += c.frames;
         self.run_frames += c.frames;
@@ -1194,9 +1196,9 @@ impl Core {
         c.dma_bytes += dma;
         let from = run.tail as usize * FLIT;
         run.tail = (run.tail + flits) & (self.pipe_flits - 1);
-        // As in `deliver`: single-line frames only.
-        if flits == 1 {
-            c.single_line += 1;
+        // As in `deliver`: short frames only.
+        if flits as usize <= evict::MAX_FLITS {
+            c.short += 1;
             if self.evict_ahead != 0 {
                 let to = run.tail as usize * FLIT;
                 app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
@@ -1370,9 +1372,9 @@ impl Core {
         }
         let from = pipe.tail as usize * FLIT;
         pipe.tail = (tail + wire::flits(place.len) as u32) & mask;
-        // Single-line frames only: see [`evict`] for where it pays.
-        if place.flits == 1 {
-            self.single_line_frames += 1;
+        // Short frames only: see [`evict`] for where it pays.
+        if place.flits <= evict::MAX_FLITS {
+            self.short_frames += 1;
             if self.evict_ahead != 0 {
                 let to = pipe.tail as usize * FLIT;
                 app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
@@ -1393,8 +1395,8 @@ impl Core {
         Some(pid as u32)
     }
 
-    /// Flits of all enabled frame pipes: what single-line frames take to
-    /// go once round each of them.
+    /// Flits of all enabled frame pipes: what single-line frames (the
+    /// shortest the chooser counts) take to go once round each of them.
     fn frame_pipe_flits(&self) -> u64 {
         let n = self
             .pipes

@@ -14,6 +14,7 @@
 //!
 //! So, for each single-line (64 B) frame it writes into a frame pipe, the
 //! engine evicts the pipe line 16 lines (1 KiB) ahead from its own caches
+//! (and for a two-line frame the two lines there; see below)
 //! (`clflushopt`, which neither waits nor orders ordinary stores): when
 //! the tail gets there the write is an ordinary miss, as a device's would
 //! be. `bench echo` at 64 B: with the vCPUs in different complexes, rx went
@@ -30,13 +31,23 @@
 //! never evicting, 26-40 always evicting; apart, adaptive kept evicting
 //! (26-36 Mpps; 7-8 never evicting).
 //!
-//! Only single-line frames: the stall did not appear with larger ones (rx
-//! with the vCPUs apart, no eviction: 13.9 Mpps at 256 B, 4.5 at 1518 B),
-//! whose consecutive lines' misses overlap, while evicting all their lines
-//! cost a lot (echo with the vCPUs close: 18.4-18.9 -> 10.8 Mpps at 256 B,
-//! 8.5 -> 1.7 at 1518 B; evicting only each frame's first line still 13.2
-//! and 5.5). At 64 B, distances of 4..=1024 lines were tried: 16 was best
-//! in both placements; 4 and 8 were much slower apart.
+//! Frames of one or two lines ([`MAX_FLITS`]) only. With larger ones the
+//! stall did not appear (rx with the vCPUs apart, no eviction: 13.9 Mpps at
+//! 256 B, 4.5 at 1518 B), their consecutive lines' misses overlapping,
+//! while evicting all their lines cost a lot (echo with the vCPUs close:
+//! 18.4-18.9 -> 10.8 Mpps at 256 B, 8.5 -> 1.7 at 1518 B; evicting only
+//! each frame's first line still 13.2 and 5.5). Two-line frames were first
+//! left out too, since always evicting ahead of them cost 128 B echo 15%
+//! and 128 B rx 40% with the vCPUs close; under the chooser below, which
+//! stops evicting where that is cheaper, they gained apart and lost little
+//! close. Alternating the two builds in short runs, vCPUs apart (probes
+//! before and after from 300 ns): the KV server at one request (a two-line
+//! frame) per frame 11.2-13.8 Mrequests/s on Ensō against 7.1-10.1 (one
+//! run 15.6), 1.55-2.04x the packetized side against 0.86-1.21x; 128 B rx
+//! mostly 23-25 Mpps against 15-20; 128 B echo unchanged (13-23 against
+//! 17-26). With them close: KV and 128 B echo unchanged, 128 B rx 64-66
+//! against 68-69 Mpps. At 64 B, distances of 4..=1024 lines were tried:
+//! 16 was best in both placements; 4 and 8 were much slower apart.
 //!
 //! Stream pipes are treated too, [`STREAM_AHEAD_FACTOR`] times further
 //! ahead (64 lines by default), since one payload there may fill many
@@ -46,8 +57,8 @@
 //! on the evictions), 3.09-3.15 at 64 and 2.79-3.13 at 256, where the
 //! monitor rather than the engine was the limit. With them close it
 //! changed nothing (3.06-3.15 Mpps without, 3.13-3.19 with; app-limited).
-//! The chooser times single-line frames only; stream pipes follow its
-//! choice.
+//! The chooser times frames of up to [`MAX_FLITS`] lines only; stream pipes
+//! follow its choice.
 //!
 //! The same holds for lines the engine reads: a TX pipe's data, read by
 //! the engine and rewritten by the application a lap later, needs the
@@ -55,17 +66,17 @@
 //! notification's data that lies outside the application's RX pipes is
 //! transmitted, the engine evicts its lines (`DeviceConfig::evict_tx_lines`):
 //! with the vCPUs apart, the KV server on Ensō went from 125-145 to 66-68 ns
-//! per request; with them close nothing measurable changed. Evicting, in
-//! the same way as single-line frames, the lines of two-line frames ahead
-//! of the RX tail was tried: it helped the KV server at one request per
-//! frame with the vCPUs apart (1.22 -> 1.50x), but with them close cost
-//! 128 B echo 15% and 128 B rx 40% (47 -> 29 Mpps), so it is not done.
+//! per request; with them close nothing measurable changed.
 //!
 //! The packetized interface's RX buffers are not treated so: evicting the
 //! buffer 32 descriptors ahead made that side slightly slower with the
 //! vCPUs apart (rx 5.5-5.8 vs 6.3 Mpps), and it never showed the stall.
 
 use crate::wire::FLIT;
+
+/// Frames of at most this many lines have the pipe lines ahead of them
+/// evicted (see the module's documentation).
+pub(super) const MAX_FLITS: usize = 2;
 
 /// How many times further ahead than in frame pipes the lines of stream
 /// pipes are evicted.
@@ -141,7 +152,7 @@ pub(super) const CHOOSE_SWITCH_PERCENT: u64 = 85;
 /// close it was the other way round (~47 without, 24-38 with), while
 /// Maglev's echo-like load came out within ~10% either way. Rather than
 /// guess, the engine measures: every so often it times [`CHOOSE_WINDOW_FRAMES`]
-/// single-line frames with its current choice and as many with the other
+/// frames of up to [`MAX_FLITS`] lines with its current choice and as many with the other
 /// (busy time per frame), and keeps the other if it was cheaper by enough.
 ///
 /// Before timing the other choice it lets the pipes go round once: what
@@ -178,7 +189,7 @@ enum Phase {
     },
 }
 
-/// Where a window started: busy time and single-line frames.
+/// Where a window started: busy time and frames of up to [`MAX_FLITS`] lines.
 #[derive(Clone, Copy, Debug)]
 struct Mark {
     busy: u64,
@@ -210,7 +221,7 @@ impl AheadChooser {
     }
 
     /// Called after each engine step with the time, the engine's busy time
-    /// so far and the single-line frames it has written so far; `lap` gives
+    /// so far and the frames of up to [`MAX_FLITS`] lines it has written so far; `lap` gives
     /// the frames that take every frame pipe once round (asked when the
     /// other choice is about to be tried).
     pub(super) fn update(&mut self, now: u64, busy: u64, frames: u64, lap: impl FnOnce() -> u64) {
