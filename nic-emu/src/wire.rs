@@ -222,27 +222,32 @@ pub struct Placement {
 /// Decides how a received frame is stored in a pipe, or why it is dropped.
 #[inline]
 pub fn place(frame: &[u8]) -> Result<Placement, FrameError> {
-    // The usual frame first: untagged IPv4 whose stated length is usable,
-    // read at fixed offsets. Anything else (errors included) goes the
-    // general way; `place_general` decides the same for these frames
-    // (test `ipv4_shortcut_places_as_the_general_path`).
-    if let Some(h) = frame.first_chunk::<18>() {
-        let tot = usize::from(u16::from_be_bytes([h[16], h[17]]));
-        let len = 14 + tot; // after the 14-byte Ethernet header
-        if h[12] == 0x08
-            && h[13] == 0x00
-            && tot >= 20
-            && (MIN_FRAME..=frame.len()).contains(&len)
-            && frame.len() <= MAX_FRAME
-        {
-            return Ok(Placement {
-                len,
-                marker: false,
-                flits: flits(len),
-            });
-        }
+    match ipv4_placement(frame) {
+        Some(p) => Ok(p),
+        None => place_general(frame),
     }
-    place_general(frame)
+}
+
+/// The placement of the usual frame, untagged IPv4 whose stated length is
+/// usable, read at fixed offsets; `None` for anything else (errors
+/// included), which [`place_general`] decides. It decides the same for the
+/// frames this accepts (test `ipv4_shortcut_places_as_the_general_path`),
+/// all of which hold a whole IPv4 header (34 bytes or more).
+#[inline(always)]
+fn ipv4_placement(frame: &[u8]) -> Option<Placement> {
+    let h = frame.first_chunk::<18>()?;
+    let tot = usize::from(u16::from_be_bytes([h[16], h[17]]));
+    let len = 14 + tot; // after the 14-byte Ethernet header
+    let usable = h[12] == 0x08
+        && h[13] == 0x00
+        && tot >= 20
+        && (MIN_FRAME..=frame.len()).contains(&len)
+        && frame.len() <= MAX_FRAME;
+    usable.then(|| Placement {
+        len,
+        marker: false,
+        flits: flits(len),
+    })
 }
 
 /// [`place`] of any frame, its headers read layer by layer.
@@ -382,20 +387,15 @@ pub fn classify_full(frame: &[u8]) -> Result<Classified, FrameError> {
 /// headers once (the NIC's per-frame path).
 #[inline]
 pub fn classify(frame: &[u8]) -> Result<(Placement, SteerKey), FrameError> {
-    if frame.len() >= 34 && frame.len() <= MAX_FRAME && frame[12] == 0x08 && frame[13] == 0x00 {
-        let tot = u16::from_be_bytes([frame[16], frame[17]]) as usize;
-        if tot >= 20 && 14 + tot <= frame.len() {
-            let len = 14 + tot;
+    // Every frame the shortcut accepts has 34 bytes or more; saying so
+    // first lets the header read below go unchecked.
+    if frame.len() >= 34 {
+        if let Some(p) = ipv4_placement(frame) {
             let key = ipv4_key(frame, 14).expect("34 bytes hold an IPv4 header");
-            let p = Placement {
-                len,
-                marker: false,
-                flits: flits(len),
-            };
             return Ok((p, key));
         }
     }
-    Ok((place(frame)?, steer_key(frame)))
+    Ok((place_general(frame)?, steer_key(frame)))
 }
 
 /// A cheap, well-mixed hash of a 5-tuple (for the flow table and fallback).
