@@ -182,6 +182,10 @@ pub struct EngineCounters {
     /// moment ([`crate::DeviceConfig::evict_ahead_lines`]).
     #[serde(default)]
     pub evict_ahead_on: bool,
+    /// How the engine writes frames of one or two lines into frame pipes
+    /// at the moment (see [`PipeWriteMode`]).
+    #[serde(default)]
+    pub pipe_writes: PipeWriteMode,
     /// Times the engine changed its mind about evicting ahead
     /// ([`crate::DeviceConfig::evict_ahead_adaptive`]).
     #[serde(default)]
@@ -197,9 +201,41 @@ pub struct EngineCounters {
 impl EngineCounters {
     /// Whether the engine evicts ahead and how often it changed its mind,
     /// for reports: `on (0 changes)`.
-    pub fn evict_ahead_summary(&self) -> String {
-        let state = if self.evict_ahead_on { "on" } else { "off" };
-        format!("{state} ({} changes)", self.evict_ahead_switches)
+    pub fn pipe_writes_summary(&self) -> String {
+        format!(
+            "{} ({} changes)",
+            self.pipe_writes.name(),
+            self.evict_ahead_switches
+        )
+    }
+}
+
+/// How the engine writes frames of one or two lines into a frame pipe.
+/// Which is cheapest depends on where the host places the engine's and
+/// the application's CPUs; by default the engine measures and keeps the
+/// cheapest (see the engine's `evict` module). What the application reads
+/// is the same either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipeWriteMode {
+    /// Ordinary stores.
+    #[default]
+    Plain,
+    /// Ordinary stores, with the pipe's lines evicted from the engine's
+    /// caches some way ahead of the tail.
+    EvictAhead,
+    /// Non-temporal stores, which bypass the caches as a DMA write does.
+    NonTemporal,
+}
+
+impl PipeWriteMode {
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipeWriteMode::Plain => "plain",
+            PipeWriteMode::EvictAhead => "evict ahead",
+            PipeWriteMode::NonTemporal => "non-temporal",
+        }
     }
 }
 

@@ -253,6 +253,26 @@ impl App {
         // published by the notification's (or descriptor's) Release store.
         unsafe { copy_bytes(src.as_ptr(), self.region.as_mut_ptr().add(off), src.len()) };
     }
+    /// Writes `src`, a frame of at most [`evict::MAX_FLITS`] lines, at the
+    /// line-aligned `off` with non-temporal stores (see
+    /// [`evict::stream_lines`]); the caller fences before publishing it.
+    #[inline(always)]
+    fn stream(&self, off: usize, src: &[u8]) {
+        let lines = src.len().div_ceil(FLIT);
+        // As in `write`: the callers checked the range; this is a backstop.
+        if lines > evict::MAX_FLITS
+            || !off.is_multiple_of(FLIT)
+            || !self.in_region(off, lines * FLIT)
+        {
+            debug_assert!(false, "stream outside the region: {off}+{}", src.len());
+            return;
+        }
+        // SAFETY: the whole lines were just checked to lie in the region,
+        // and `off` (like the region's base, page-aligned) is a line start;
+        // the engine streams only when `evict::non_temporal_supported`. The
+        // bytes are plain data, published as in `write` after the fence.
+        unsafe { evict::stream_lines(self.region.as_mut_ptr().add(off), src) };
+    }
     /// Evicts from the engine's caches the lines of the ring of `size` bytes
     /// (a power of two) at `base` that start at ring positions in
     /// `[from + ahead, to + ahead)` (bytes, wrapping; `to` may have wrapped
@@ -340,6 +360,11 @@ struct Core {
     /// is written (0: off, or off for now: see [`Engine::ahead`]). See
     /// [`evict`].
     evict_ahead: usize,
+    /// Whether runs write frames of at most [`evict::MAX_FLITS`] lines into
+    /// frame pipes with non-temporal stores (and so skip evicting ahead).
+    non_temporal: bool,
+    /// Whether non-temporal stores were made since the last store fence.
+    unfenced: bool,
     /// Frames of at most [`evict::MAX_FLITS`] lines written into frame
     /// pipes, ever (the frames `evict_ahead` is for).
     short_frames: u64,
@@ -490,6 +515,8 @@ impl Engine {
             } else {
                 0
             },
+            non_temporal: false,
+            unfenced: false,
             short_frames: 0,
             evict_tx: cfg.evict_tx_lines && evict::supported(),
             pipe_flits,
@@ -516,9 +543,14 @@ impl Engine {
         };
         let ahead = (core.evict_ahead != 0).then(|| Ahead {
             bytes: core.evict_ahead,
-            chooser: cfg
-                .evict_ahead_adaptive
-                .then(|| evict::AheadChooser::new(crate::monotonic_ns())),
+            chooser: cfg.evict_ahead_adaptive.then(|| {
+                let modes = if evict::non_temporal_supported() {
+                    evict::MODES
+                } else {
+                    evict::MODES_CACHED
+                };
+                evict::AheadChooser::new(crate::monotonic_ns(), modes)
+            }),
         });
         Ok(Self {
             ahead,
@@ -769,7 +801,15 @@ impl Engine {
             c.update(t, self.counters.busy_ns, core.short_frames, || {
                 core.frame_pipe_flits()
             });
-            self.core.evict_ahead = if c.on() { *bytes } else { 0 };
+            let mode = c.mode();
+            // Streaming covers the frames of runs; the frames that go the
+            // whole way, and stream pipes, keep evicting ahead.
+            self.core.evict_ahead = if mode == PipeWriteMode::Plain {
+                0
+            } else {
+                *bytes
+            };
+            self.core.non_temporal = mode == PipeWriteMode::NonTemporal;
         }
         self.counters.steps += 1;
         self.last_step_work = work;
@@ -812,6 +852,11 @@ impl Engine {
         engine.frames = self.core.frames;
         engine.run_frames = self.core.run_frames;
         engine.evict_ahead_on = self.core.evict_ahead != 0;
+        engine.pipe_writes = match (self.core.non_temporal, self.core.evict_ahead) {
+            (true, _) => PipeWriteMode::NonTemporal,
+            (false, 0) => PipeWriteMode::Plain,
+            (false, _) => PipeWriteMode::EvictAhead,
+        };
         engine.evict_ahead_switches = self
             .ahead
             .as_ref()
@@ -895,6 +940,27 @@ impl Engine {
         self.ports
             .iter()
             .all(|p| p.generator().is_none_or(|g| g.finished()))
+    }
+
+    /// Fixes how frames of one or two lines are written into frame pipes
+    /// (see [`PipeWriteMode`]) and stops the engine choosing it as it runs:
+    /// for tests and profiles that need the same work on every run.
+    /// `EvictAhead` evicts nothing where the device evicts nothing
+    /// (`evict_ahead_lines` 0, or no `clflushopt`), and `NonTemporal`
+    /// writes with ordinary stores on CPUs without non-temporal ones.
+    pub fn set_pipe_writes(&mut self, mode: PipeWriteMode) {
+        let bytes = self.ahead.as_ref().map_or(0, |a| a.bytes);
+        self.ahead = Some(Ahead {
+            bytes,
+            chooser: None,
+        });
+        self.core.evict_ahead = if mode == PipeWriteMode::Plain {
+            0
+        } else {
+            bytes
+        };
+        self.core.non_temporal =
+            mode == PipeWriteMode::NonTemporal && evict::non_temporal_supported();
     }
 
     /// Starts recording [`TraceEvent`]s (tests; costs memory per event).
@@ -1118,6 +1184,15 @@ impl Core {
             return;
         }
         let run = std::mem::replace(&mut self.runs[slot], Run::CLOSED);
+        if self.unfenced {
+            // The run's non-temporal stores are weakly ordered: this fence
+            // puts them before every later store, among them the
+            // notification's or tail's Release store that publishes the
+            // tail set below (its Acquire partner is the application's
+            // load of that notification or tail).
+            evict::store_fence();
+            self.unfenced = false;
+        }
         let c = run.counts;
         if target >= layout::DESC_TARGET_BASE {
             let qc = &mut self.dq_counters[(target - layout::DESC_TARGET_BASE) as usize];
@@ -1189,17 +1264,23 @@ impl Core {
         let p = &self.pipes[run.target as usize];
         let app = self.apps[p.owner as usize].as_ref().expect("run open");
         let off = p.base + run.tail as usize * FLIT;
-        app.write(off, data);
+        let short = flits as usize <= evict::MAX_FLITS;
+        if short && self.non_temporal {
+            app.stream(off, data);
+            self.unfenced = true;
+        } else {
+            app.write(off, data);
+        }
         let c = &mut run.counts;
         let dma = u64::from(flits) * FLIT as u64;
         c.tlps += self.pcie.link.dma_write_tlps(off as u64, dma);
         c.dma_bytes += dma;
         let from = run.tail as usize * FLIT;
         run.tail = (run.tail + flits) & (self.pipe_flits - 1);
-        // As in `deliver`: short frames only.
-        if flits as usize <= evict::MAX_FLITS {
+        // As in `deliver`: short frames only (and streamed ones need none).
+        if short {
             c.short += 1;
-            if self.evict_ahead != 0 {
+            if self.evict_ahead != 0 && !self.non_temporal {
                 let to = run.tail as usize * FLIT;
                 app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
             }

@@ -36,7 +36,7 @@ pub use config::{
     DeviceConfig, GeneratorConfig, NotificationMode, ReplayFrames, SizeSpec, VerifyLevel,
     WireConfig,
 };
-pub use counters::Stats;
+pub use counters::{PipeWriteMode, Stats};
 pub use device::{Nic, NicControl, RunOptions};
 pub use engine::{AttachInfo, AttachRequest, Clock, Engine};
 

@@ -290,12 +290,12 @@ fn stop_within(
 
 fn print_stats(s: &Stats) {
     println!(
-        "device {}: {} frames moved, {} busy steps of {}; evicting pipe lines ahead: {}",
+        "device {}: {} frames moved, {} busy steps of {}; pipe writes: {}",
         s.device,
         s.engine.frames,
         s.engine.busy_steps,
         s.engine.steps,
-        s.engine.evict_ahead_summary()
+        s.engine.pipe_writes_summary()
     );
     for p in &s.ports {
         let c = &p.counters;

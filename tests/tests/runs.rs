@@ -8,7 +8,7 @@ use enso::app::{EnsoDriver, PacketizedDriver, Verdict};
 use enso::Device;
 use enso_tests::*;
 use nic_emu::testframe::{FrameKind, TestFrames};
-use nic_emu::{Engine, GeneratorConfig, SizeSpec, Stats};
+use nic_emu::{Engine, GeneratorConfig, PipeWriteMode, SizeSpec, Stats};
 
 /// An application's frame handler, and a driver's poll that runs it.
 type Handler<'a> = &'a mut dyn FnMut(&mut [u8]) -> Verdict;
@@ -33,7 +33,7 @@ struct Outcome {
 /// over 16 flows spread on two pipes or queues; the application polls
 /// every third step, so pipes and rings fill and frames are dropped, and
 /// the pipes wrap many times.
-fn stepped(interface: Interface, traced: bool) -> Outcome {
+fn stepped(interface: Interface, traced: bool, writes: Option<PipeWriteMode>) -> Outcome {
     let g = GeneratorConfig {
         count: Some(60_000),
         sizes: SizeSpec::Mix(vec![64, 64, 64, 64, 64, 64, 128, 300, 1500]),
@@ -57,6 +57,9 @@ fn stepped(interface: Interface, traced: bool) -> Outcome {
     let mut e = Engine::new(cfg).unwrap();
     if traced {
         e.enable_trace();
+    }
+    if let Some(m) = writes {
+        e.set_pipe_writes(m);
     }
     let mut frames_seen = 0u64;
     let mut digest = 0xcbf2_9ce4_8422_2325u64;
@@ -110,9 +113,12 @@ fn stepped(interface: Interface, traced: bool) -> Outcome {
     }
 }
 
-fn same_outcome(interface: Interface) {
-    let runs = stepped(interface, false);
-    let single = stepped(interface, true);
+fn same_outcome(interface: Interface, writes: Option<PipeWriteMode>) {
+    let runs = stepped(interface, false, writes);
+    let single = stepped(interface, true, None);
+    if let Some(m) = writes {
+        assert_eq!(runs.stats.engine.pipe_writes, m, "{interface:?}");
+    }
     let (a, b) = (&runs.stats, &single.stats);
     // The scenario exercises what it is meant to: runs, drops, wraps.
     // (`frames` counts both directions: most of the 60 000 received.)
@@ -160,10 +166,18 @@ fn same_outcome(interface: Interface) {
 
 #[test]
 fn enso_frames_written_in_runs_match_frames_written_one_by_one() {
-    same_outcome(Interface::Enso);
+    same_outcome(Interface::Enso, None);
 }
 
 #[test]
 fn packetized_frames_written_in_runs_match_frames_written_one_by_one() {
-    same_outcome(Interface::Packetized);
+    same_outcome(Interface::Packetized, None);
+}
+
+/// Frames of one or two lines written into pipes with non-temporal stores
+/// (zero-padded whole lines, fenced before the tail is published) read back
+/// exactly as frames written one by one with ordinary stores.
+#[test]
+fn enso_frames_streamed_in_runs_match_frames_written_one_by_one() {
+    same_outcome(Interface::Enso, Some(PipeWriteMode::NonTemporal));
 }

@@ -287,7 +287,7 @@ fn evict_note(iface: Interface, e: &nic_emu::counters::EngineCounters) -> String
     if iface != Interface::Enso {
         return String::new();
     }
-    format!(", evict ahead {}", e.evict_ahead_summary())
+    format!(", pipe writes {}", e.pipe_writes_summary())
 }
 
 #[cfg(test)]

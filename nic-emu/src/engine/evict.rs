@@ -71,7 +71,33 @@
 //! The packetized interface's RX buffers are not treated so: evicting the
 //! buffer 32 descriptors ahead made that side slightly slower with the
 //! vCPUs apart (rx 5.5-5.8 vs 6.3 Mpps), and it never showed the stall.
+//!
+//! # Non-temporal stores
+//!
+//! A third way to write a frame of up to [`MAX_FLITS`] lines is closer
+//! still to a DMA write: non-temporal stores ([`stream_lines`]), which go
+//! around the engine's caches and invalidate every cached copy of the
+//! line, so there is no copy of the engine's own to upgrade and nothing to
+//! evict. They are weakly ordered, so a run that made any is closed with a
+//! store fence ([`store_fence`]) before the pipe's tail, which publishes
+//! the frames, is set; frames that go the whole way (one per run) and
+//! stream pipes keep to ordinary stores and eviction. The chooser picks
+//! among the three ([`MODES`]), trying the other two in turn:
+//! - vCPUs apart (probe ~400 ns), telemetry's Ensō side (RX only, 64 B):
+//!   35-36 Mpps evicting ahead, 49-50 streaming (the engine 28 -> 20 ns a
+//!   frame); the chooser streamed. Maglev (whose application writes every
+//!   frame): 64-68 Mpps with plain stores, 44 streaming; it kept plain.
+//! - vCPUs close: telemetry 114-122 Mpps with plain stores, 54-64
+//!   streaming (the engine 8.5 -> 16-19 ns a frame); it kept plain.
+//!
+//! Descriptor buffers are never streamed. There each frame is published by
+//! its own descriptor, so streaming needs a fence per frame, and the
+//! application then reads every buffer from memory at a scattered address.
+//! Tried with the vCPUs close, the packetized side fell from 52-63 to 5-7
+//! Mpps (telemetry) and from 42-44 to 5 Mpps (Maglev), with the
+//! application at 120-180 ns a frame.
 
+use crate::counters::PipeWriteMode;
 use crate::wire::FLIT;
 
 /// Frames of at most this many lines have the pipe lines ahead of them
@@ -130,6 +156,71 @@ pub(super) fn evict_line(p: *const u8) {
     let _ = p;
 }
 
+/// Whether this CPU has the non-temporal stores [`stream_lines`] uses
+/// (x86_64: SSE2, part of the base instruction set).
+pub(super) fn non_temporal_supported() -> bool {
+    cfg!(target_arch = "x86_64")
+}
+
+/// Writes `src` (at most [`MAX_FLITS`] lines of bytes) to the line at `dst`
+/// and the one after with non-temporal stores, which go around the caches
+/// (and invalidate every cached copy of the lines), as a device's DMA write
+/// does; the rest of the last line is zero-filled, so that each line is
+/// written whole. The stores are weakly ordered: [`store_fence`] must come
+/// before anything that publishes them.
+///
+/// # Safety
+/// `dst` must be line-aligned and valid for writes of `src`'s length
+/// rounded up to whole lines; only called when [`non_temporal_supported`].
+#[inline(always)]
+pub(super) unsafe fn stream_lines(dst: *mut u8, src: &[u8]) {
+    debug_assert!(src.len() <= MAX_FLITS * FLIT && (dst as usize).is_multiple_of(FLIT));
+    let lines = src.len().div_ceil(FLIT).min(MAX_FLITS);
+    let mut buf = [0u8; MAX_FLITS * FLIT];
+    buf[..src.len()].copy_from_slice(src);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let d = dst.cast::<__m128i>();
+        let s = buf.as_ptr().cast::<__m128i>();
+        for i in 0..lines * FLIT / 16 {
+            // SAFETY: `i * 16 + 16 <= lines * FLIT`, inside both `buf` and
+            // the caller's lines at `dst`, which is 16-byte aligned (a line
+            // start), as `_mm_stream_si128` requires; the load is unaligned.
+            unsafe { _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i))) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract (not reached: not supported here).
+    unsafe {
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), dst, lines * FLIT)
+    }
+}
+
+/// Orders every earlier store, non-temporal ones included, before every
+/// later one (`sfence`).
+#[inline(always)]
+pub(super) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no operands and no preconditions.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+}
+
+/// The ways the chooser picks from: evicting ahead first (the safe start:
+/// its worst case costs far less than not evicting's), then the others.
+pub(super) const MODES: &[PipeWriteMode] = &[
+    PipeWriteMode::EvictAhead,
+    PipeWriteMode::Plain,
+    PipeWriteMode::NonTemporal,
+];
+/// [`MODES`] on CPUs without non-temporal stores.
+pub(super) const MODES_CACHED: &[PipeWriteMode] =
+    &[PipeWriteMode::EvictAhead, PipeWriteMode::Plain];
+
 /// Frames in each of the two measured windows of a comparison.
 pub(super) const CHOOSE_WINDOW_FRAMES: u64 = 16_384;
 /// A comparison that takes longer than this (a light load, or many pipes
@@ -143,7 +234,11 @@ pub(super) const CHOOSE_GAP_MAX_NS: u64 = 160_000_000;
 /// (in percent) to be taken.
 pub(super) const CHOOSE_SWITCH_PERCENT: u64 = 85;
 
-/// Decides, while the engine runs, whether evicting ahead pays.
+/// Decides, while the engine runs, how to write frames of up to
+/// [`MAX_FLITS`] lines into frame pipes: whether evicting ahead pays, and
+/// (where the CPU has them) whether non-temporal stores pay more. The
+/// description below speaks of two ways; with three, each comparison
+/// tries one of the other two, in turn.
 ///
 /// Which is cheaper depends on where the host places the two vCPUs, and
 /// the host moves them while a run goes on: with the engine's and the
@@ -164,9 +259,12 @@ pub(super) const CHOOSE_SWITCH_PERCENT: u64 = 85;
 /// the engine's speed differs.
 #[derive(Clone, Debug)]
 pub(super) struct AheadChooser {
-    /// Whether evicting ahead is the current choice (or, while the other
-    /// is tried, the one being tried).
-    on: bool,
+    /// The current way (or, while another is tried, the one being tried).
+    mode: PipeWriteMode,
+    /// The ways to choose from.
+    modes: &'static [PipeWriteMode],
+    /// Which of the other ways the next comparison tries (in turn).
+    turn: usize,
     phase: Phase,
     gap_ns: u64,
     switches: u64,
@@ -186,6 +284,8 @@ enum Phase {
         from: u64,
         start: Option<Mark>,
         current: u64,
+        /// The current way, taken back unless the other wins.
+        prev: PipeWriteMode,
     },
 }
 
@@ -197,11 +297,14 @@ struct Mark {
 }
 
 impl AheadChooser {
-    /// Starts out evicting (the safe choice: its worst case costs far less
-    /// than the other's), with a first comparison after the shortest gap.
-    pub(super) fn new(now: u64) -> Self {
+    /// Chooses among `modes` (at least two), starting out with the first,
+    /// with a first comparison after the shortest gap.
+    pub(super) fn new(now: u64, modes: &'static [PipeWriteMode]) -> Self {
+        assert!(modes.len() >= 2, "a choice needs two ways");
         AheadChooser {
-            on: true,
+            mode: modes[0],
+            modes,
+            turn: 0,
             phase: Phase::Steady {
                 at: now + CHOOSE_GAP_MIN_NS,
             },
@@ -210,9 +313,22 @@ impl AheadChooser {
         }
     }
 
-    /// Whether to evict ahead now.
-    pub(super) fn on(&self) -> bool {
-        self.on
+    /// How to write frames now.
+    pub(super) fn mode(&self) -> PipeWriteMode {
+        self.mode
+    }
+
+    /// The way the next comparison tries: the others in turn.
+    fn next_other(&mut self) -> PipeWriteMode {
+        let others = self.modes.len() - 1;
+        let k = self.turn % others;
+        self.turn += 1;
+        *self
+            .modes
+            .iter()
+            .filter(|&&m| m != self.mode)
+            .nth(k)
+            .expect("k < the number of other ways")
     }
 
     /// Times the current choice was given up for the other.
@@ -238,12 +354,14 @@ impl AheadChooser {
             }
             Phase::Current { began, start } => {
                 if let Some(cost) = window_cost(start, here) {
-                    self.on = !self.on;
+                    let prev = self.mode;
+                    self.mode = self.next_other();
                     self.phase = Phase::Other {
                         began,
                         from: frames.saturating_add(lap()),
                         start: None,
                         current: cost,
+                        prev,
                     };
                     return;
                 }
@@ -253,6 +371,7 @@ impl AheadChooser {
                 from,
                 start,
                 current,
+                prev,
             } => match start {
                 None if frames >= from => {
                     self.phase = Phase::Other {
@@ -260,6 +379,7 @@ impl AheadChooser {
                         from,
                         start: Some(here),
                         current,
+                        prev,
                     };
                 }
                 Some(start) => {
@@ -286,8 +406,10 @@ impl AheadChooser {
     /// it lost, `None` abandoned. Unless it won, the other choice, if it
     /// was being tried, is given up.
     fn settle(&mut self, now: u64, won: Option<bool>) {
-        if matches!(self.phase, Phase::Other { .. }) && won != Some(true) {
-            self.on = !self.on;
+        if let Phase::Other { prev, .. } = self.phase {
+            if won != Some(true) {
+                self.mode = prev;
+            }
         }
         match won {
             Some(true) => {
@@ -361,6 +483,11 @@ mod tests {
         fresh_ns: u64,
     }
 
+    /// Whether the chooser evicts ahead.
+    fn on(c: &AheadChooser) -> bool {
+        c.mode() == PipeWriteMode::EvictAhead
+    }
+
     struct Run {
         c: AheadChooser,
         t: u64,
@@ -373,7 +500,7 @@ mod tests {
         fn new() -> Self {
             let t = 1_000_000;
             Run {
-                c: AheadChooser::new(t),
+                c: AheadChooser::new(t, MODES_CACHED),
                 t,
                 busy: 0,
                 frames: 0,
@@ -386,7 +513,7 @@ mod tests {
             for _ in 0..ms * 100 {
                 self.t += 10_000;
                 let n = load.rate_per_ms / 100;
-                let cost = if self.c.on() {
+                let cost = if on(&self.c) {
                     self.off_since = None;
                     load.on_ns
                 } else {
@@ -421,22 +548,22 @@ mod tests {
             fresh_ns: 21,
         };
         let mut r = Run::new();
-        assert!(r.c.on(), "starts out evicting");
+        assert!(on(&r.c), "starts out evicting");
         r.drive(1000, &apart);
-        assert!(r.c.on(), "fooled by the first lap without eviction");
+        assert!(on(&r.c), "fooled by the first lap without eviction");
         assert_eq!(r.c.switches(), 0);
         assert_eq!(r.c.gap_ns, CHOOSE_GAP_MAX_NS);
         // The host moves the vCPUs: within the longest gap and one
         // comparison, the engine stops evicting, once.
         r.drive(200, &close);
-        assert!(!r.c.on());
+        assert!(!on(&r.c));
         assert_eq!(r.c.switches(), 1);
         r.drive(1000, &close);
-        assert!(!r.c.on());
+        assert!(!on(&r.c));
         assert_eq!(r.c.switches(), 1);
         // And back.
         r.drive(400, &apart);
-        assert!(r.c.on());
+        assert!(on(&r.c));
         assert_eq!(r.c.switches(), 2);
     }
 
@@ -451,7 +578,7 @@ mod tests {
             fresh_ns: 27,
         };
         r.drive(1000, &slight);
-        assert!(r.c.on());
+        assert!(on(&r.c));
         assert_eq!(r.c.switches(), 0);
         // A trickle never finishes a comparison: each is abandoned, the
         // current choice stays whatever the trickle costs, and the gap
@@ -464,7 +591,7 @@ mod tests {
             fresh_ns: 1,
         };
         r.drive(1000, &trickle);
-        assert!(r.c.on());
+        assert!(on(&r.c));
         assert_eq!(r.c.switches(), 0);
         assert_eq!(r.c.gap_ns, CHOOSE_GAP_MIN_NS);
         let cheaper_off = Load {
@@ -474,8 +601,54 @@ mod tests {
             fresh_ns: 20,
         };
         r.drive(100, &cheaper_off);
-        assert!(!r.c.on());
+        assert!(!on(&r.c));
         assert_eq!(r.c.switches(), 1);
+    }
+
+    /// Drives `c` for `ms` milliseconds at 30 000 frames a millisecond,
+    /// each frame costing `cost(mode)`; the state is (time, busy, frames).
+    fn drive3(
+        c: &mut AheadChooser,
+        state: &mut (u64, u64, u64),
+        ms: u64,
+        cost: impl Fn(PipeWriteMode) -> u64,
+    ) {
+        for _ in 0..ms * 100 {
+            state.0 += 10_000;
+            state.2 += 300;
+            state.1 += 300 * cost(c.mode());
+            c.update(state.0, state.1, state.2, || LAP);
+        }
+    }
+
+    #[test]
+    fn the_chooser_tries_each_other_way_and_keeps_the_cheapest() {
+        use PipeWriteMode::*;
+        let mut state = (1_000_000, 0, 0);
+        let mut c = AheadChooser::new(state.0, MODES);
+        assert_eq!(c.mode(), EvictAhead);
+        // vCPUs apart: streaming cheapest, plain stores far dearer.
+        let apart = |m| match m {
+            EvictAhead => 30,
+            Plain => 120,
+            NonTemporal => 20,
+        };
+        drive3(&mut c, &mut state, 1000, apart);
+        assert_eq!(c.mode(), NonTemporal);
+        assert_eq!(c.switches(), 1);
+        // Close: plain stores cheapest; streaming second.
+        let close = |m| match m {
+            EvictAhead => 28,
+            Plain => 10,
+            NonTemporal => 20,
+        };
+        drive3(&mut c, &mut state, 1000, close);
+        assert_eq!(c.mode(), Plain);
+        assert_eq!(c.switches(), 2);
+        drive3(&mut c, &mut state, 1000, close);
+        assert_eq!(c.mode(), Plain, "both others were tried and lost");
+        assert_eq!(c.switches(), 2);
+        assert_eq!(c.gap_ns, CHOOSE_GAP_MAX_NS);
     }
 
     #[test]
