@@ -182,6 +182,9 @@ pub struct TrialOptions {
     /// Whether the NIC decides while it runs if evicting ahead pays
     /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
     pub evict_ahead_adaptive: bool,
+    /// How the NIC writes short frames into pipes, if fixed
+    /// ([`nic_emu::DeviceConfig::pipe_writes`]).
+    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
     /// Whether the NIC evicts TX-pipe lines from its engine's caches once
     /// read ([`nic_emu::DeviceConfig::evict_tx_lines`]).
     pub evict_tx_lines: bool,
@@ -267,6 +270,11 @@ pub struct LoadArgs {
     /// of evicting or not costs it less (see `nic-emu run --help`).
     #[arg(long)]
     pub evict_ahead_always: bool,
+    /// Have the emulated NIC write frames of one or two lines into pipes
+    /// this way throughout, rather than choose while it runs (see `nic-emu
+    /// run --help`).
+    #[arg(long, value_enum)]
+    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
     /// Keep the lines of TX-pipe data the emulated NIC has read in its
     /// engine's caches (by default it evicts them; see `nic-emu run --help`).
     #[arg(long)]
@@ -281,6 +289,7 @@ impl LoadArgs {
             kv_load: self.kv_load,
             evict_ahead_lines: self.evict_ahead_lines,
             evict_ahead_adaptive: !self.evict_ahead_always,
+            pipe_writes: self.pipe_writes,
             evict_tx_lines: !self.keep_tx_lines,
             ..opts
         }
@@ -326,6 +335,7 @@ impl Default for TrialOptions {
             kv_load: KvLoad::Generator,
             evict_ahead_lines: nic_emu::config::DEFAULT_EVICT_AHEAD_LINES,
             evict_ahead_adaptive: true,
+            pipe_writes: None,
             evict_tx_lines: true,
         }
     }
@@ -503,6 +513,7 @@ fn device_config(
     cfg.notification_mode = opts.notification_mode;
     cfg.evict_ahead_lines = opts.evict_ahead_lines;
     cfg.evict_ahead_adaptive = opts.evict_ahead_adaptive;
+    cfg.pipe_writes = opts.pipe_writes;
     cfg.evict_tx_lines = opts.evict_tx_lines;
     let _ = iface;
     Ok(cfg)

@@ -106,6 +106,10 @@ pub struct RigConfig {
     /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
     #[serde(default = "default_true")]
     pub evict_ahead_adaptive: bool,
+    /// How the engine writes short frames into pipes, if fixed
+    /// ([`nic_emu::DeviceConfig::pipe_writes`]).
+    #[serde(default)]
+    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
     /// Packetized: RX descriptor ring entries per queue.
     pub rx_ring: u32,
     /// Packetized: TX descriptor ring entries per queue.
@@ -147,6 +151,7 @@ impl RigConfig {
             interconnect_latency_ns: 0,
             evict_ahead_lines: default_evict_ahead_lines(),
             evict_ahead_adaptive: true,
+            pipe_writes: None,
             rx_ring: 4096,
             tx_ring: 1024,
             app_burst: 32,
@@ -201,6 +206,7 @@ impl RigConfig {
         cfg.interconnect_latency_ns = self.interconnect_latency_ns;
         cfg.evict_ahead_lines = self.evict_ahead_lines;
         cfg.evict_ahead_adaptive = self.evict_ahead_adaptive;
+        cfg.pipe_writes = self.pipe_writes;
         cfg
     }
 

@@ -337,6 +337,12 @@ pub struct DeviceConfig {
     /// run. See the engine's `evict` module.
     #[serde(default = "default_true")]
     pub evict_ahead_adaptive: bool,
+    /// Fixes how frames of one or two lines are written into frame pipes
+    /// (`None`: as `evict_ahead_adaptive` says). For experiments that
+    /// compare the ways, or need the same one throughout; overrides
+    /// `evict_ahead_adaptive`. See [`crate::PipeWriteMode`].
+    #[serde(default)]
+    pub pipe_writes: Option<crate::PipeWriteMode>,
     /// After transmitting a TX notification's data that lies outside every
     /// RX pipe of the application (a TX pipe's, not frames sent back in
     /// place), the engine evicts those lines from its own caches, so that
@@ -392,6 +398,7 @@ impl DeviceConfig {
             register_poll_ns: default_register_poll_ns(),
             evict_ahead_lines: default_evict_ahead_lines(),
             evict_ahead_adaptive: true,
+            pipe_writes: None,
             evict_tx_lines: true,
         }
     }

@@ -215,7 +215,7 @@ impl EngineCounters {
 /// the application's CPUs; by default the engine measures and keeps the
 /// cheapest (see the engine's `evict` module). What the application reads
 /// is the same either way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum PipeWriteMode {
     /// Ordinary stores.

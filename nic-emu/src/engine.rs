@@ -552,7 +552,8 @@ impl Engine {
                 evict::AheadChooser::new(crate::monotonic_ns(), modes)
             }),
         });
-        Ok(Self {
+        let fixed = cfg.pipe_writes;
+        let mut engine = Self {
             ahead,
             core,
             ports,
@@ -568,7 +569,11 @@ impl Engine {
             next_app_id: 1,
             dir,
             cfg,
-        })
+        };
+        if let Some(m) = fixed {
+            engine.set_pipe_writes(m);
+        }
+        Ok(engine)
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -944,7 +949,8 @@ impl Engine {
 
     /// Fixes how frames of one or two lines are written into frame pipes
     /// (see [`PipeWriteMode`]) and stops the engine choosing it as it runs:
-    /// for tests and profiles that need the same work on every run.
+    /// for experiments and tests that need the same way throughout
+    /// ([`DeviceConfig::pipe_writes`] calls it at the start).
     /// `EvictAhead` evicts nothing where the device evicts nothing
     /// (`evict_ahead_lines` 0, or no `clflushopt`), and `NonTemporal`
     /// writes with ordinary stores on CPUs without non-temporal ones.

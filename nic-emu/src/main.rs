@@ -71,6 +71,11 @@ enum Cmd {
         /// application's cores, and it can move them during a run.
         #[arg(long)]
         evict_ahead_always: bool,
+        /// Write frames of one or two lines into pipes this way throughout,
+        /// rather than let the engine choose while it runs (overrides
+        /// --evict-ahead-always).
+        #[arg(long, value_enum)]
+        pipe_writes: Option<nic_emu::PipeWriteMode>,
         /// Keep the lines of TX-pipe data the engine has read in its caches
         /// (by default it evicts them, so that the application's next write
         /// there does not stall on the engine's copy).
@@ -148,6 +153,7 @@ fn run(cli: Cli) -> Result<(), String> {
             register_poll_ns,
             evict_ahead_lines,
             evict_ahead_always,
+            pipe_writes,
             keep_tx_lines,
             core,
             duration_s,
@@ -169,6 +175,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.register_poll_ns = register_poll_ns;
             cfg.evict_ahead_lines = evict_ahead_lines;
             cfg.evict_ahead_adaptive = !evict_ahead_always;
+            cfg.pipe_writes = pipe_writes;
             cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
             if let Some(c) = core {

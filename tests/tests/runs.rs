@@ -54,12 +54,10 @@ fn stepped(interface: Interface, traced: bool, writes: Option<PipeWriteMode>) ->
     // Posted register writes are applied every step (by default a busy
     // engine looks at them after a while, measured in real time).
     cfg.register_poll_flits = 0;
+    cfg.pipe_writes = writes;
     let mut e = Engine::new(cfg).unwrap();
     if traced {
         e.enable_trace();
-    }
-    if let Some(m) = writes {
-        e.set_pipe_writes(m);
     }
     let mut frames_seen = 0u64;
     let mut digest = 0xcbf2_9ce4_8422_2325u64;

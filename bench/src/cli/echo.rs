@@ -93,6 +93,11 @@ pub(crate) struct EchoArgs {
     /// of evicting or not costs it less (see `nic-emu run --help`).
     #[arg(long)]
     pub(crate) evict_ahead_always: bool,
+    /// Have the emulated NIC write frames of one or two lines into pipes
+    /// this way throughout, rather than choose while it runs (see `nic-emu
+    /// run --help`).
+    #[arg(long, value_enum)]
+    pub(crate) pipe_writes: Option<nic_emu::PipeWriteMode>,
     /// Write a results directory under results/.
     #[arg(long)]
     pub(crate) save: bool,
@@ -252,6 +257,7 @@ pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
             rig.burst = args.burst as usize;
             rig.evict_ahead_lines = args.evict_ahead_lines;
             rig.evict_ahead_adaptive = !args.evict_ahead_always;
+            rig.pipe_writes = args.pipe_writes;
             EchoPlan {
                 interfaces: interfaces.clone(),
                 rig,
