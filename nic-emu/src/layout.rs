@@ -217,19 +217,19 @@ pub const MAX_TX_LEN: u32 = 1 << 20;
 
 /// Configuration notification ids and their arguments.
 pub mod config {
-    /// Bind a flow to a pipe: args[0] = dst_ip << 32 | src_ip,
-    /// args[1] = dst_port << 32 | src_port << 16 | protocol, args[2] = pipe id.
+    /// Bind a flow to a pipe: `args[0] = dst_ip << 32 | src_ip`,
+    /// `args[1] = dst_port << 32 | src_port << 16 | protocol`, `args[2]` = pipe id.
     pub const FLOW_BIND: u32 = 1;
-    /// Timestamping of the notification's `port`: args[0] = enable,
-    /// args[1] = byte offset (0..=60). Frames sent on the port carry the
+    /// Timestamping of the notification's `port`: `args[0]` = enable,
+    /// `args[1]` = byte offset (0..=60). Frames sent on the port carry the
     /// 32-bit send time (ns) there; frames received on it get the round-trip
     /// time (ns) written there instead.
     pub const TIMESTAMP: u32 = 2;
-    /// Rate limit of the notification's `port`: args[0] = num flits every
-    /// args[1] = den cycles of the 200 MHz clock (0/0: no limit).
+    /// Rate limit of the notification's `port`: `args[0]` = num flits every
+    /// `args[1]` = den cycles of the 200 MHz clock (0/0: no limit).
     pub const RATE_LIMIT: u32 = 3;
-    /// Fallback pipes: args[0] = op (1 add, 2 remove), args[1] = pipe id,
-    /// args[2] = policy (0 hash, 1 round robin).
+    /// Fallback pipes: `args[0]` = op (1 add, 2 remove), `args[1] = pipe id`,
+    /// `args[2]` = policy (0 hash, 1 round robin).
     pub const FALLBACK: u32 = 4;
     /// Remove a flow binding: arguments as FLOW_BIND.
     pub const FLOW_UNBIND: u32 = 5;
