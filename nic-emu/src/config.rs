@@ -328,11 +328,12 @@ pub struct DeviceConfig {
     /// ahead. See the engine's `evict` module for why and when.
     #[serde(default = "default_evict_ahead_lines")]
     pub evict_ahead_lines: u32,
-    /// Whether the engine, while it runs, compares its cost per frame with
-    /// and without evicting ahead, and with non-temporal stores where the
-    /// CPU has them, and keeps the cheapest (true), or always evicts
-    /// (false: the same work on every run, for instruction and cache
-    /// profiles). Which is cheaper depends on where the host places
+    /// Whether the engine picks how to write short frames itself (true:
+    /// where the CPU has `prefetchw` it prefetches the lines ahead for
+    /// writing; elsewhere it compares, while it runs, its cost per frame
+    /// with and without evicting ahead, and with non-temporal stores, and
+    /// keeps the cheapest), or always evicts (false: the same work on every
+    /// run, for instruction and cache profiles). Which is cheaper depends on where the host places
     /// the engine's and the application's CPUs, and can change during a
     /// run. See the engine's `evict` module.
     #[serde(default = "default_true")]

@@ -226,6 +226,10 @@ pub enum PipeWriteMode {
     EvictAhead,
     /// Non-temporal stores, which bypass the caches as a DMA write does.
     NonTemporal,
+    /// Ordinary stores, with the pipe's lines prefetched for writing
+    /// (`prefetchw`) some way ahead of the tail, so that taking them from
+    /// the application's caches is under way before the store.
+    PrefetchAhead,
 }
 
 impl PipeWriteMode {
@@ -235,6 +239,7 @@ impl PipeWriteMode {
             PipeWriteMode::Plain => "plain",
             PipeWriteMode::EvictAhead => "evict ahead",
             PipeWriteMode::NonTemporal => "non-temporal",
+            PipeWriteMode::PrefetchAhead => "prefetch ahead",
         }
     }
 }

@@ -285,6 +285,14 @@ impl App {
             evict::evict_line(self.region.as_ptr().wrapping_add(base + p));
         }
     }
+    /// As [`App::evict_ring`], but prefetches the lines for writing
+    /// instead of evicting them (see [`evict::prefetch_for_write`]).
+    #[inline(always)]
+    fn prefetch_ring(&self, base: usize, size: usize, from: usize, to: usize, ahead: usize) {
+        for p in evict::lines_ahead(size, from, to, ahead) {
+            evict::prefetch_for_write(self.region.as_ptr().wrapping_add(base + p));
+        }
+    }
     /// Whether `len` bytes at `off` start in or overlap one of its RX
     /// pipes (frames sent back in place). Only a performance hint rides on
     /// it: a hostile layout of overlapping pipes can make it answer wrong,
@@ -363,6 +371,11 @@ struct Core {
     /// Whether runs write frames of at most [`evict::MAX_FLITS`] lines into
     /// frame pipes with non-temporal stores (and so skip evicting ahead).
     non_temporal: bool,
+    /// Whether the lines ahead of short frames are prefetched for writing
+    /// rather than evicted (with `evict_ahead` their distance).
+    prefetch_ahead: bool,
+    /// The way short frames are written now (what the three above say).
+    pipe_writes: PipeWriteMode,
     /// Whether non-temporal stores were made since the last store fence.
     unfenced: bool,
     /// Frames of at most [`evict::MAX_FLITS`] lines written into frame
@@ -516,6 +529,8 @@ impl Engine {
                 0
             },
             non_temporal: false,
+            prefetch_ahead: false,
+            pipe_writes: PipeWriteMode::Plain,
             unfenced: false,
             short_frames: 0,
             evict_tx: cfg.evict_tx_lines && evict::supported(),
@@ -543,14 +558,18 @@ impl Engine {
         };
         let ahead = (core.evict_ahead != 0).then(|| Ahead {
             bytes: core.evict_ahead,
-            chooser: cfg.evict_ahead_adaptive.then(|| {
-                let modes = if evict::non_temporal_supported() {
-                    evict::MODES
-                } else {
-                    evict::MODES_CACHED
-                };
-                evict::AheadChooser::new(crate::monotonic_ns(), modes)
-            }),
+            // Where the CPU prefetches for writing, that is the way
+            // throughout (see `evict`); elsewhere the engine chooses.
+            chooser: (cfg.evict_ahead_adaptive && !evict::prefetch_for_write_supported()).then(
+                || {
+                    let modes = if evict::non_temporal_supported() {
+                        evict::MODES
+                    } else {
+                        evict::MODES_CACHED
+                    };
+                    evict::AheadChooser::new(crate::monotonic_ns(), modes)
+                },
+            ),
         });
         let fixed = cfg.pipe_writes;
         let mut engine = Self {
@@ -570,8 +589,17 @@ impl Engine {
             dir,
             cfg,
         };
-        if let Some(m) = fixed {
-            engine.set_pipe_writes(m);
+        match (fixed, &engine.ahead) {
+            (Some(m), _) => engine.set_pipe_writes(m),
+            (None, Some(a)) => {
+                let mode = match &a.chooser {
+                    Some(c) => c.mode(),
+                    None if engine.cfg.evict_ahead_adaptive => PipeWriteMode::PrefetchAhead,
+                    None => PipeWriteMode::EvictAhead,
+                };
+                engine.core.set_pipe_writes(mode, a.bytes);
+            }
+            (None, None) => {}
         }
         Ok(engine)
     }
@@ -806,15 +834,8 @@ impl Engine {
             c.update(t, self.counters.busy_ns, core.short_frames, || {
                 core.frame_pipe_flits()
             });
-            let mode = c.mode();
-            // Streaming covers the frames of runs; the frames that go the
-            // whole way, and stream pipes, keep evicting ahead.
-            self.core.evict_ahead = if mode == PipeWriteMode::Plain {
-                0
-            } else {
-                *bytes
-            };
-            self.core.non_temporal = mode == PipeWriteMode::NonTemporal;
+            let (mode, bytes) = (c.mode(), *bytes);
+            self.core.set_pipe_writes(mode, bytes);
         }
         self.counters.steps += 1;
         self.last_step_work = work;
@@ -857,11 +878,7 @@ impl Engine {
         engine.frames = self.core.frames;
         engine.run_frames = self.core.run_frames;
         engine.evict_ahead_on = self.core.evict_ahead != 0;
-        engine.pipe_writes = match (self.core.non_temporal, self.core.evict_ahead) {
-            (true, _) => PipeWriteMode::NonTemporal,
-            (false, 0) => PipeWriteMode::Plain,
-            (false, _) => PipeWriteMode::EvictAhead,
-        };
+        engine.pipe_writes = self.core.pipe_writes;
         engine.evict_ahead_switches = self
             .ahead
             .as_ref()
@@ -951,22 +968,18 @@ impl Engine {
     /// (see [`PipeWriteMode`]) and stops the engine choosing it as it runs:
     /// for experiments and tests that need the same way throughout
     /// ([`DeviceConfig::pipe_writes`] calls it at the start).
-    /// `EvictAhead` evicts nothing where the device evicts nothing
-    /// (`evict_ahead_lines` 0, or no `clflushopt`), and `NonTemporal`
-    /// writes with ordinary stores on CPUs without non-temporal ones.
+    /// `EvictAhead` and `PrefetchAhead` do nothing ahead where the device
+    /// evicts nothing (`evict_ahead_lines` 0, or no `clflushopt`);
+    /// `NonTemporal` writes with ordinary stores on CPUs without
+    /// non-temporal ones, and `PrefetchAhead` evicts on CPUs without
+    /// `prefetchw`.
     pub fn set_pipe_writes(&mut self, mode: PipeWriteMode) {
         let bytes = self.ahead.as_ref().map_or(0, |a| a.bytes);
         self.ahead = Some(Ahead {
             bytes,
             chooser: None,
         });
-        self.core.evict_ahead = if mode == PipeWriteMode::Plain {
-            0
-        } else {
-            bytes
-        };
-        self.core.non_temporal =
-            mode == PipeWriteMode::NonTemporal && evict::non_temporal_supported();
+        self.core.set_pipe_writes(mode, bytes);
     }
 
     /// Starts recording [`TraceEvent`]s (tests; costs memory per event).
@@ -1182,6 +1195,27 @@ impl Core {
         }
     }
 
+    /// Writes short frames `mode`'s way from now on, `bytes` ahead of the
+    /// tail for the ways that work ahead (falling back where the CPU lacks
+    /// an instruction: see [`Engine::set_pipe_writes`]).
+    fn set_pipe_writes(&mut self, mode: PipeWriteMode, bytes: usize) {
+        use PipeWriteMode::*;
+        let mode = match mode {
+            NonTemporal if !evict::non_temporal_supported() => Plain,
+            PrefetchAhead if !evict::prefetch_for_write_supported() => EvictAhead,
+            m => m,
+        };
+        // Streaming covers the frames of runs; frames that go the whole
+        // way, and stream pipes, keep evicting ahead.
+        self.evict_ahead = if mode == Plain { 0 } else { bytes };
+        self.non_temporal = mode == NonTemporal;
+        self.prefetch_ahead = mode == PrefetchAhead;
+        self.pipe_writes = match mode {
+            EvictAhead | PrefetchAhead if bytes == 0 => Plain,
+            m => m,
+        };
+    }
+
     /// Gives a pipe its tail back and adds the run's counts.
     #[inline]
     fn close_run(&mut self, slot: usize) {
@@ -1288,7 +1322,17 @@ impl Core {
             c.short += 1;
             if self.evict_ahead != 0 && !self.non_temporal {
                 let to = run.tail as usize * FLIT;
-                app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
+                if self.prefetch_ahead {
+                    // Only into lines the application is done with: taking
+                    // a line it is still to read would slow it, and a full
+                    // pipe would keep it so (`room` is the free space, or
+                    // less near the ring's end, where a few are skipped).
+                    if (run.room - flits) as usize * FLIT >= self.evict_ahead + FLIT {
+                        app.prefetch_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
+                    }
+                } else {
+                    app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
+                }
             }
         }
         run.room -= flits;
@@ -1464,7 +1508,15 @@ impl Core {
             self.short_frames += 1;
             if self.evict_ahead != 0 {
                 let to = pipe.tail as usize * FLIT;
-                app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+                if self.prefetch_ahead {
+                    // As in `pipe_run_frame`: free lines only.
+                    let free = pipe.head.wrapping_sub(pipe.tail).wrapping_sub(1) & mask;
+                    if free as usize * FLIT >= self.evict_ahead + FLIT {
+                        app.prefetch_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+                    }
+                } else {
+                    app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+                }
             }
         }
         pcs.rx_frames += 1;

@@ -179,3 +179,9 @@ fn packetized_frames_written_in_runs_match_frames_written_one_by_one() {
 fn enso_frames_streamed_in_runs_match_frames_written_one_by_one() {
     same_outcome(Interface::Enso, Some(PipeWriteMode::NonTemporal));
 }
+
+/// Prefetching the lines ahead for writing changes nothing either.
+#[test]
+fn enso_frames_with_lines_prefetched_ahead_match_frames_written_one_by_one() {
+    same_outcome(Interface::Enso, Some(PipeWriteMode::PrefetchAhead));
+}

@@ -97,6 +97,33 @@
 //! Mpps (telemetry) and from 42-44 to 5 Mpps (Maglev), with the
 //! application at 120-180 ns a frame.
 
+//!
+//! # Prefetching ahead for writing
+//!
+//! A fourth way, and the one the engine keeps throughout where the CPU has
+//! `prefetchw` ([`prefetch_for_write`]): plain stores, with the line 16
+//! lines ahead of the tail prefetched for writing, so that taking it from
+//! the application's caches is under way long before the store (only
+//! lines the application is done with: with less free room than that the
+//! prefetch is skipped, since taking a line it is still to read slowed it,
+//! and a full pipe kept it so). Forced ways (`--pipe-writes`),
+//! `app-trial --app telemetry,maglev --interface enso`:
+//! - vCPUs apart (probe ~400 ns): telemetry 62-77 Mpps prefetching ahead,
+//!   58-61 streaming, 32-35 evicting ahead, 32-34 plain; Maglev 62-65
+//!   prefetching ahead, 63-66 plain, 41-44 streaming, 27-30 evicting.
+//! - vCPUs as siblings (~45-60 ns): telemetry 102-108 prefetching ahead,
+//!   114-117 plain, 62 streaming, 35 evicting; Maglev 66-68 prefetching
+//!   ahead, 64-66 plain.
+//!
+//! It was never far from the cheapest, where each of the others cost at
+//! least twice the cheapest in some placement. The chooser, run over the
+//! four ways, did worse than keeping it: its first comparison came while
+//! the pipes were still being touched for the first time, made plain
+//! stores look cheaper, and then it stayed there (telemetry apart 30 Mpps
+//! against 74-77 prefetching ahead throughout; Maglev close 57 against
+//! 67). Where the CPU has no `prefetchw`, the chooser picks among the other
+//! three ([`MODES`]) as described above.
+
 use crate::counters::PipeWriteMode;
 use crate::wire::FLIT;
 
@@ -210,14 +237,46 @@ pub(super) fn store_fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
 }
 
-/// The ways the chooser picks from: evicting ahead first (the safe start:
-/// its worst case costs far less than not evicting's), then the others.
+/// Whether this CPU prefetches for writing (`prefetchw`: CPUID
+/// 0x8000_0001, ECX bit 8, "3DNowPrefetch" on AMD, "PRFCHW" on Intel).
+pub(super) fn prefetch_for_write_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Starts taking the line holding `p` into this core's cache for writing
+/// (invalidating other cores' copies) without waiting for it. Only called
+/// when [`prefetch_for_write_supported`].
+#[inline(always)]
+pub(super) fn prefetch_for_write(p: *const u8) {
+    // A prefetch neither faults nor changes memory contents, and `p`
+    // points into a live mapping of the region (a line of a pipe).
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a supported instruction on a mapped address (above).
+    unsafe {
+        std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The ways the chooser picks from on CPUs without `prefetchw` (where the
+/// CPU has it, the engine prefetches ahead throughout and does not choose:
+/// see the module's documentation): evicting ahead first (the safe start:
+/// its worst case costs far less than not evicting's).
 pub(super) const MODES: &[PipeWriteMode] = &[
     PipeWriteMode::EvictAhead,
     PipeWriteMode::Plain,
     PipeWriteMode::NonTemporal,
 ];
-/// [`MODES`] on CPUs without non-temporal stores.
+/// [`MODES`] on CPUs without non-temporal stores either.
 pub(super) const MODES_CACHED: &[PipeWriteMode] =
     &[PipeWriteMode::EvictAhead, PipeWriteMode::Plain];
 
@@ -632,6 +691,7 @@ mod tests {
             EvictAhead => 30,
             Plain => 120,
             NonTemporal => 20,
+            PrefetchAhead => unreachable!("not among the ways"),
         };
         drive3(&mut c, &mut state, 1000, apart);
         assert_eq!(c.mode(), NonTemporal);
@@ -641,6 +701,7 @@ mod tests {
             EvictAhead => 28,
             Plain => 10,
             NonTemporal => 20,
+            PrefetchAhead => unreachable!("not among the ways"),
         };
         drive3(&mut c, &mut state, 1000, close);
         assert_eq!(c.mode(), Plain);
@@ -652,11 +713,43 @@ mod tests {
     }
 
     #[test]
+    fn the_chooser_goes_through_four_ways() {
+        use PipeWriteMode::*;
+        let mut state = (1_000_000, 0, 0);
+        const FOUR: &[PipeWriteMode] = &[PrefetchAhead, NonTemporal, Plain, EvictAhead];
+        let mut c = AheadChooser::new(state.0, FOUR);
+        assert_eq!(c.mode(), PrefetchAhead);
+        let cost = |cheapest| {
+            move |m| {
+                if m == cheapest {
+                    10
+                } else {
+                    40
+                }
+            }
+        };
+        // Each way in turn the cheapest: the chooser finds it, once each.
+        for (k, m) in [Plain, EvictAhead, NonTemporal, PrefetchAhead]
+            .into_iter()
+            .enumerate()
+        {
+            drive3(&mut c, &mut state, 2000, cost(m));
+            assert_eq!(c.mode(), m);
+            assert_eq!(c.switches(), k as u64 + 1);
+        }
+    }
+
+    #[test]
     fn support_is_detected_without_faulting() {
         if supported() {
             let line = [0u8; 64];
             evict_line(line.as_ptr());
             assert_eq!(line, [0u8; 64], "eviction keeps contents");
+        }
+        if prefetch_for_write_supported() {
+            let line = [7u8; 64];
+            prefetch_for_write(line.as_ptr());
+            assert_eq!(line, [7u8; 64], "a prefetch keeps contents");
         }
     }
 }
