@@ -278,19 +278,30 @@ impl App {
     /// `[from + ahead, to + ahead)` (bytes, wrapping; `to` may have wrapped
     /// past `from`): called as the tail moves from `from` to `to`, it evicts
     /// every line once per lap, `ahead` bytes before the tail reaches it.
-    /// See [`evict`].
+    /// `op` says whether to evict them or prefetch them for writing. See
+    /// [`evict`].
     #[inline(always)]
-    fn evict_ring(&self, base: usize, size: usize, from: usize, to: usize, ahead: usize) {
+    fn ahead_ring(
+        &self,
+        base: usize,
+        size: usize,
+        from: usize,
+        to: usize,
+        ahead: usize,
+        op: LinesAhead,
+    ) {
+        let prefetch = match op {
+            LinesAhead::Evict => false,
+            LinesAhead::Prefetch { free } if free >= ahead + FLIT => true,
+            LinesAhead::Prefetch { .. } => return,
+        };
         for p in evict::lines_ahead(size, from, to, ahead) {
-            evict::evict_line(self.region.as_ptr().wrapping_add(base + p));
-        }
-    }
-    /// As [`App::evict_ring`], but prefetches the lines for writing
-    /// instead of evicting them (see [`evict::prefetch_for_write`]).
-    #[inline(always)]
-    fn prefetch_ring(&self, base: usize, size: usize, from: usize, to: usize, ahead: usize) {
-        for p in evict::lines_ahead(size, from, to, ahead) {
-            evict::prefetch_for_write(self.region.as_ptr().wrapping_add(base + p));
+            let line = self.region.as_ptr().wrapping_add(base + p);
+            if prefetch {
+                evict::prefetch_for_write(line);
+            } else {
+                evict::evict_line(line);
+            }
         }
     }
     /// Whether `len` bytes at `off` start in or overlap one of its RX
@@ -420,6 +431,18 @@ struct Core {
     step_no: u64,
     /// Flits written into pipes and packet buffers, ever.
     flits_in: u64,
+}
+
+/// What [`App::ahead_ring`] does to the pipe lines ahead of the tail.
+#[derive(Clone, Copy, Debug)]
+enum LinesAhead {
+    /// Evicts them from the engine's caches.
+    Evict,
+    /// Prefetches them for writing, but only when the pipe has `free`
+    /// bytes of room after the tail that reach past them: taking a line
+    /// the application is still to read would slow it, and a full pipe
+    /// would keep it so.
+    Prefetch { free: usize },
 }
 
 /// Evicting ahead, and whether it pays at the moment.
@@ -1322,17 +1345,16 @@ impl Core {
             c.short += 1;
             if self.evict_ahead != 0 && !self.non_temporal {
                 let to = run.tail as usize * FLIT;
-                if self.prefetch_ahead {
-                    // Only into lines the application is done with: taking
-                    // a line it is still to read would slow it, and a full
-                    // pipe would keep it so (`room` is the free space, or
-                    // less near the ring's end, where a few are skipped).
-                    if (run.room - flits) as usize * FLIT >= self.evict_ahead + FLIT {
-                        app.prefetch_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
+                // `room` is the free space, or less near the ring's end,
+                // where a few lines then go without.
+                let op = if self.prefetch_ahead {
+                    LinesAhead::Prefetch {
+                        free: (run.room - flits) as usize * FLIT,
                     }
                 } else {
-                    app.evict_ring(p.base, self.pipe_size, from, to, self.evict_ahead);
-                }
+                    LinesAhead::Evict
+                };
+                app.ahead_ring(p.base, self.pipe_size, from, to, self.evict_ahead, op);
             }
         }
         run.room -= flits;
@@ -1508,15 +1530,15 @@ impl Core {
             self.short_frames += 1;
             if self.evict_ahead != 0 {
                 let to = pipe.tail as usize * FLIT;
-                if self.prefetch_ahead {
-                    // As in `pipe_run_frame`: free lines only.
+                let op = if self.prefetch_ahead {
                     let free = pipe.head.wrapping_sub(pipe.tail).wrapping_sub(1) & mask;
-                    if free as usize * FLIT >= self.evict_ahead + FLIT {
-                        app.prefetch_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
+                    LinesAhead::Prefetch {
+                        free: free as usize * FLIT,
                     }
                 } else {
-                    app.evict_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead);
-                }
+                    LinesAhead::Evict
+                };
+                app.ahead_ring(pipe.base, self.pipe_size, from, to, self.evict_ahead, op);
             }
         }
         pcs.rx_frames += 1;
@@ -1635,7 +1657,15 @@ impl Core {
             // Further ahead than in frame pipes: one write may fill many
             // lines (see [`evict`]).
             let ahead = self.evict_ahead * evict::STREAM_AHEAD_FACTOR;
-            app.evict_ring(pipe.base, self.pipe_size, from, pipe.tail as usize, ahead);
+            let to = pipe.tail as usize;
+            app.ahead_ring(
+                pipe.base,
+                self.pipe_size,
+                from,
+                to,
+                ahead,
+                LinesAhead::Evict,
+            );
         }
         pcs.rx_frames += 1;
         pcs.rx_bytes += payload.len() as u64;
