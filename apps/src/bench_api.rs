@@ -141,6 +141,9 @@ pub struct TrialOptions {
     /// the vCPUs close, 21-24 apart, against 35 and 30-33 at 4000); the
     /// packetized side did not change.
     pub generator_window: u64,
+    /// Frames the NIC's built-in generator sends per engine step (every
+    /// app whose load it makes; [`nic_emu::GeneratorConfig::burst`]).
+    pub generator_burst: usize,
     /// Maglev backends.
     pub maglev_backends: usize,
     /// Telemetry sketch.
@@ -279,6 +282,26 @@ pub struct LoadArgs {
     /// engine's caches (by default it evicts them; see `nic-emu run --help`).
     #[arg(long)]
     pub keep_tx_lines: bool,
+    /// Frames the NIC's built-in generator sends per engine step, on both
+    /// interfaces alike (1..=4096).
+    #[arg(long, default_value_t = DEFAULT_GENERATOR_BURST, value_parser = parse_generator_burst)]
+    pub generator_burst: usize,
+}
+
+/// Default of [`TrialOptions::generator_burst`]: the burst at which both
+/// interfaces ran fastest. Each engine step has costs of its own (the
+/// clock, register and TX polls, closing runs) that a real NIC does not
+/// have, so a larger burst leaves less of the emulator in the numbers, up
+/// to where a burst no longer fits the caches. With the vCPUs as sibling
+/// hyperthreads (`app-trial --generator-burst B`, Mpps, packetized and
+/// Ensō): Maglev 40 and 68 at 32, 43 and 66 at 64, 47 and 66 at 128, 44
+/// and 63 at 256, 15 and 65 at 512; telemetry 51 and 110 at 32, 55 and
+/// 122 at 64, 57 and 130 at 128, 59 and 96 at 256, 20 and 72 at 512.
+pub const DEFAULT_GENERATOR_BURST: usize = 128;
+
+fn parse_generator_burst(s: &str) -> Result<usize, String> {
+    let b: usize = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    nic_emu::config::check_burst(b)
 }
 
 impl LoadArgs {
@@ -291,6 +314,7 @@ impl LoadArgs {
             evict_ahead_adaptive: !self.evict_ahead_always,
             pipe_writes: self.pipe_writes,
             evict_tx_lines: !self.keep_tx_lines,
+            generator_burst: self.generator_burst,
             ..opts
         }
     }
@@ -319,6 +343,7 @@ impl Default for TrialOptions {
             frame_size: 64,
             flows: 16,
             generator_window: 4032,
+            generator_burst: DEFAULT_GENERATOR_BURST,
             maglev_backends: 1000,
             sketch: NitroConfig::count_min(),
             kv_keys: 1 << 16,
@@ -475,6 +500,7 @@ fn device_config(
             verify: VerifyLevel::Sequence,
             paused: true,
             max_in_flight: (app == AppKind::Maglev).then_some(generator_window(opts)),
+            burst: opts.generator_burst,
             ..Default::default()
         }),
         AppKind::Logmon if opts.log_load == LogLoad::Generator => {
@@ -482,6 +508,7 @@ fn device_config(
                 verify: VerifyLevel::Sequence,
                 paused: true,
                 replay: Some(log_frames(opts)?),
+                burst: opts.generator_burst,
                 ..Default::default()
             })
         }
@@ -491,6 +518,7 @@ fn device_config(
                 paused: true,
                 replay: Some(kv_frames(opts)?),
                 max_in_flight: Some(kv_generator_window(opts)),
+                burst: opts.generator_burst,
                 ..Default::default()
             })
         }

@@ -133,3 +133,44 @@ fn a_kv_window_beyond_the_maximum_is_an_error() {
         }
     }
 }
+
+#[test]
+fn the_generator_sends_at_most_its_burst_per_engine_step() {
+    // Telemetry's load is open loop: once running, the generator sends a
+    // whole burst every step, so a burst that were not applied (the
+    // default is 128) would put far more frames than 4 in each step.
+    let opts = TrialOptions {
+        duration: Duration::from_millis(100),
+        warmup: Duration::from_millis(20),
+        generator_burst: 4,
+        nic_core: None,
+        app_core: None,
+        ..Default::default()
+    };
+    assert!(opts.generator_burst < enso_apps::bench_api::DEFAULT_GENERATOR_BURST);
+    for iface in Interface::ALL {
+        let r = run_trial(AppKind::Telemetry, iface, &opts).expect("trial");
+        let g = r.nic.ports[0].generator.as_ref().expect("generator");
+        assert!(g.sent > 100, "{iface}: {g:?}");
+        assert!(
+            g.sent <= 4 * r.nic.engine.steps,
+            "{iface}: {} frames in {} steps",
+            g.sent,
+            r.nic.engine.steps
+        );
+    }
+}
+
+#[test]
+fn a_generator_burst_out_of_range_is_one_error_line() {
+    for bad in ["0", "4097", "many"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_app-trial"))
+            .args(["--app", "telemetry", "--generator-burst", bad])
+            .output()
+            .expect("run app-trial");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--generator-burst"), "{bad}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{bad}: {err}");
+    }
+}
