@@ -144,6 +144,10 @@ pub struct TrialOptions {
     /// Frames the NIC's built-in generator sends per engine step (every
     /// app whose load it makes; [`nic_emu::GeneratorConfig::burst`]).
     pub generator_burst: usize,
+    /// Line rate the built-in generator paces its frames to, Gb/s on the
+    /// wire (each frame plus 24 B of FCS, preamble and gap); 0 sends as
+    /// fast as the engine makes frames.
+    pub line_rate_gbps: f64,
     /// Maglev backends.
     pub maglev_backends: usize,
     /// Telemetry sketch.
@@ -286,6 +290,45 @@ pub struct LoadArgs {
     /// interfaces alike (1..=4096).
     #[arg(long, default_value_t = DEFAULT_GENERATOR_BURST, value_parser = parse_generator_burst)]
     pub generator_burst: usize,
+    /// Line rate the NIC's built-in generator paces its frames to, Gb/s on
+    /// the wire (frames plus 24 B each of FCS, preamble and gap), on both
+    /// interfaces alike; 0 sends as fast as the engine makes frames.
+    #[arg(long, default_value_t = DEFAULT_LINE_RATE_GBPS, value_parser = parse_line_rate)]
+    pub line_rate_gbps: f64,
+}
+
+/// Default of [`TrialOptions::line_rate_gbps`]: unpaced. Pacing at 100
+/// GbE (the paper's link) left telemetry's rates as they were (the engine
+/// makes fewer 64 B frames than that) but made the packetized log monitor
+/// slower: postfix patterns over the 2% log, vCPUs close, 5.5-5.9 Mpps
+/// paced against 6.6-6.8 unpaced in two of three alternations (4.7 in the
+/// third), its cost per packet up from ~150 to ~175 ns, while Ensō stayed
+/// at 6.5-7.0. The baseline gets the load it runs fastest with.
+pub const DEFAULT_LINE_RATE_GBPS: f64 = 0.0;
+
+/// Wire bytes of a frame beyond its bytes in memory: FCS (4), preamble and
+/// start delimiter (8), inter-frame gap (12).
+const WIRE_OVERHEAD: f64 = 24.0;
+
+fn parse_line_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if g.is_finite() && g >= 0.0 => Ok(g),
+        _ => Err(format!(
+            "{s}: must be a number of Gb/s, at least 0 (0: unpaced)"
+        )),
+    }
+}
+
+/// The generator's frame rate at `gbps` on the wire for frames of
+/// `mean_len` bytes in memory on average; `None` (unpaced) for 0.
+fn line_rate_pps(gbps: f64, mean_len: f64) -> Option<f64> {
+    (gbps > 0.0).then(|| gbps * 1e9 / ((mean_len + WIRE_OVERHEAD) * 8.0))
+}
+
+/// Mean length of replayed frames.
+fn mean_len(frames: &nic_emu::ReplayFrames) -> f64 {
+    let f = frames.frames();
+    f.iter().map(|x| x.len()).sum::<usize>() as f64 / f.len().max(1) as f64
 }
 
 /// Default of [`TrialOptions::generator_burst`]: the burst at which both
@@ -315,6 +358,7 @@ impl LoadArgs {
             pipe_writes: self.pipe_writes,
             evict_tx_lines: !self.keep_tx_lines,
             generator_burst: self.generator_burst,
+            line_rate_gbps: self.line_rate_gbps,
             ..opts
         }
     }
@@ -344,6 +388,7 @@ impl Default for TrialOptions {
             flows: 16,
             generator_window: 4032,
             generator_burst: DEFAULT_GENERATOR_BURST,
+            line_rate_gbps: DEFAULT_LINE_RATE_GBPS,
             maglev_backends: 1000,
             sketch: NitroConfig::count_min(),
             kv_keys: 1 << 16,
@@ -501,22 +546,27 @@ fn device_config(
             paused: true,
             max_in_flight: (app == AppKind::Maglev).then_some(generator_window(opts)),
             burst: opts.generator_burst,
+            rate_pps: line_rate_pps(opts.line_rate_gbps, opts.frame_size as f64),
             ..Default::default()
         }),
         AppKind::Logmon if opts.log_load == LogLoad::Generator => {
+            let frames = log_frames(opts)?;
             WireConfig::Generator(GeneratorConfig {
                 verify: VerifyLevel::Sequence,
                 paused: true,
-                replay: Some(log_frames(opts)?),
+                rate_pps: line_rate_pps(opts.line_rate_gbps, mean_len(&frames)),
+                replay: Some(frames),
                 burst: opts.generator_burst,
                 ..Default::default()
             })
         }
         AppKind::Kv if opts.kv_load == KvLoad::Generator => {
+            let frames = kv_frames(opts)?;
             WireConfig::Generator(GeneratorConfig {
                 verify: VerifyLevel::Sequence,
                 paused: true,
-                replay: Some(kv_frames(opts)?),
+                rate_pps: line_rate_pps(opts.line_rate_gbps, mean_len(&frames)),
+                replay: Some(frames),
                 max_in_flight: Some(kv_generator_window(opts)),
                 burst: opts.generator_burst,
                 ..Default::default()

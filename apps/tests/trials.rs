@@ -162,15 +162,50 @@ fn the_generator_sends_at_most_its_burst_per_engine_step() {
 }
 
 #[test]
-fn a_generator_burst_out_of_range_is_one_error_line() {
-    for bad in ["0", "4097", "many"] {
+fn a_generator_setting_out_of_range_is_one_error_line() {
+    for (flag, bad) in [
+        ("--generator-burst", "0"),
+        ("--generator-burst", "4097"),
+        ("--generator-burst", "many"),
+        ("--line-rate-gbps", "-1"),
+        ("--line-rate-gbps", "inf"),
+    ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_app-trial"))
-            .args(["--app", "telemetry", "--generator-burst", bad])
+            .args(["--app", "telemetry", &format!("{flag}={bad}")])
             .output()
             .expect("run app-trial");
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("--generator-burst"), "{bad}: {err}");
+        assert!(err.contains(flag), "{bad}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{bad}: {err}");
+    }
+}
+
+#[test]
+fn a_paced_generator_sends_at_its_line_rate() {
+    // 0.1 Gb/s of 64 B frames (88 B on the wire): about 142 000 frames a
+    // second, where unpaced the engine makes millions.
+    let pps = 0.1e9 / (88.0 * 8.0);
+    let opts = TrialOptions {
+        duration: Duration::from_millis(150),
+        warmup: Duration::from_millis(30),
+        line_rate_gbps: 0.1,
+        nic_core: None,
+        app_core: None,
+        ..Default::default()
+    };
+    for iface in Interface::ALL {
+        let t0 = std::time::Instant::now();
+        let r = run_trial(AppKind::Telemetry, iface, &opts).expect("trial");
+        let elapsed = t0.elapsed().as_secs_f64();
+        let g = r.nic.ports[0].generator.as_ref().expect("generator");
+        let most = pps * elapsed + opts.generator_burst as f64;
+        let least = pps * r.seconds * 0.5;
+        assert!(
+            (g.sent as f64) <= most && (g.sent as f64) >= least,
+            "{iface}: {} frames sent in {elapsed:.3} s (measured {:.3} s), expected {least:.0}..={most:.0}",
+            g.sent,
+            r.seconds
+        );
     }
 }
