@@ -340,6 +340,9 @@ fn mean_len(frames: &nic_emu::ReplayFrames) -> f64 {
 /// Ensō): Maglev 40 and 68 at 32, 43 and 66 at 64, 47 and 66 at 128, 44
 /// and 63 at 256, 15 and 65 at 512; telemetry 51 and 110 at 32, 55 and
 /// 122 at 64, 57 and 130 at 128, 59 and 96 at 256, 20 and 72 at 512.
+/// Apart, over three alternations of 32 and 128: telemetry 21.3-21.7 and
+/// 58-66 at 32, 22.2-23.8 and 78-87 at 128; Maglev 16.4-17.5 and 65-66 at
+/// 32, 15.4-16.8 and 64-66 at 128 (the one case a little slower at 128).
 pub const DEFAULT_GENERATOR_BURST: usize = 128;
 
 fn parse_generator_burst(s: &str) -> Result<usize, String> {
