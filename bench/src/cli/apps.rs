@@ -488,11 +488,17 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         ]);
     }
     let md = format!(
-        "# Applications on both interfaces\n\nNIC engine on core {:?}, application on core {:?}; {} alternating trials of {} ms per interface.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart). speedup by placement: the median speedup of the rounds (pairs of trials) whose probes before and after both found the vCPUs as sibling hyperthreads (probe under {SIBLINGS_BELOW_NS} ns), close (same core complex) or apart (probe from {APART_FROM_NS} ns), with the number of such rounds; a round during which the host moved the vCPUs counts in none.\n",
-        placement.core(Side::A),
-        placement.core(Side::B),
+        "# Applications on both interfaces\n\nNIC engine on core {}, application on core {}; {} alternating trials of {} ms per interface. Where the NIC's built-in generator makes the load, it sends {} frames per engine step, {}.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart). speedup by placement: the median speedup of the rounds (pairs of trials) whose probes before and after both found the vCPUs as sibling hyperthreads (probe under {SIBLINGS_BELOW_NS} ns), close (same core complex) or apart (probe from {APART_FROM_NS} ns), with the number of such rounds; a round during which the host moved the vCPUs counts in none.\n",
+        core_name(placement.core(Side::A)),
+        core_name(placement.core(Side::B)),
         a.rounds,
         a.trial_ms,
+        a.load.generator_burst,
+        if a.load.line_rate_gbps > 0.0 {
+            format!("paced at {} Gb/s on the wire", a.load.line_rate_gbps)
+        } else {
+            "as fast as the engine makes frames (unpaced)".to_string()
+        },
         table.markdown()
     );
     if let Some(d) = &dir {
@@ -591,4 +597,9 @@ mod tests {
         assert_eq!(percent(0.025), "2.5%");
         assert_eq!(percent(1.0), "100%");
     }
+}
+
+/// A core for the summary: its number, or "any" when unpinned.
+fn core_name(core: Option<usize>) -> String {
+    core.map_or_else(|| "any".to_string(), |c| c.to_string())
 }
