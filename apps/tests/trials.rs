@@ -200,7 +200,9 @@ fn a_paced_generator_sends_at_its_line_rate() {
         let elapsed = t0.elapsed().as_secs_f64();
         let g = r.nic.ports[0].generator.as_ref().expect("generator");
         let most = pps * elapsed + opts.generator_burst as f64;
-        let least = pps * r.seconds * 0.5;
+        // Loose below: the tests share two cores, and a starved engine
+        // catches up by at most a burst per step.
+        let least = pps * r.seconds * 0.25;
         assert!(
             (g.sent as f64) <= most && (g.sent as f64) >= least,
             "{iface}: {} frames sent in {elapsed:.3} s (measured {:.3} s), expected {least:.0}..={most:.0}",
