@@ -534,6 +534,11 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A core for the summary: its number, or "any" when unpinned.
+fn core_name(core: Option<usize>) -> String {
+    core.map_or_else(|| "any".to_string(), |c| c.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,9 +602,4 @@ mod tests {
         assert_eq!(percent(0.025), "2.5%");
         assert_eq!(percent(1.0), "100%");
     }
-}
-
-/// A core for the summary: its number, or "any" when unpinned.
-fn core_name(core: Option<usize>) -> String {
-    core.map_or_else(|| "any".to_string(), |c| c.to_string())
 }
