@@ -306,10 +306,6 @@ pub struct LoadArgs {
 /// at 6.5-7.0. The baseline gets the load it runs fastest with.
 pub const DEFAULT_LINE_RATE_GBPS: f64 = 0.0;
 
-/// Wire bytes of a frame beyond its bytes in memory: FCS (4), preamble and
-/// start delimiter (8), inter-frame gap (12).
-const WIRE_OVERHEAD: f64 = 24.0;
-
 fn parse_line_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(g) if g.is_finite() && g >= 0.0 => Ok(g),
@@ -322,7 +318,8 @@ fn parse_line_rate(s: &str) -> Result<f64, String> {
 /// The generator's frame rate at `gbps` on the wire for frames of
 /// `mean_len` bytes in memory on average; `None` (unpaced) for 0.
 fn line_rate_pps(gbps: f64, mean_len: f64) -> Option<f64> {
-    (gbps > 0.0).then(|| gbps * 1e9 / ((mean_len + WIRE_OVERHEAD) * 8.0))
+    let wire = mean_len + f64::from(pcie_model::model::ETH_OVERHEAD_BYTES);
+    (gbps > 0.0).then(|| gbps * 1e9 / (wire * 8.0))
 }
 
 /// Mean length of replayed frames.
