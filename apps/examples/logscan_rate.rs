@@ -1,7 +1,10 @@
 //! The log monitor's matching alone, without a NIC: the built-in patterns
 //! over a generated log held in memory, scanned with the literal prefilter
-//! and with the multi-pattern automaton on every line. Both must count the
-//! same; the rates show what the scan costs per line and per byte.
+//! and with the multi-pattern automaton on every line, and, as the
+//! packetized interface delivers it, cut into payloads (`--packet-bytes`)
+//! whose split lines are reassembled. All must count the same; the rates
+//! show what the scan costs per line and per byte, and what cutting the
+//! text into packets adds.
 //!
 //! `cargo run --release -p enso-apps --example logscan_rate -- --mib 32`
 //! (`--event-share 0` for a log with no detectable events; `--json`).
@@ -11,7 +14,7 @@
 use std::time::Instant;
 
 use clap::Parser;
-use enso_apps::logmon::{builtin_for, LogGenerator, LogPatterns, LogScanner};
+use enso_apps::logmon::{builtin_for, LineAssembler, LogGenerator, LogPatterns, LogScanner};
 
 #[derive(Parser)]
 struct Args {
@@ -24,6 +27,11 @@ struct Args {
     /// Services whose patterns are matched (default: all).
     #[arg(long, value_delimiter = ',')]
     services: Vec<String>,
+    /// Also feed the prefiltered scanner the log cut into payloads of this
+    /// many bytes, as the packetized interface delivers it (lines split
+    /// across packets reassembled by a `LineAssembler`); 0: do not.
+    #[arg(long, default_value_t = 1024)]
+    packet_bytes: usize,
     /// One JSON object per engine instead of text.
     #[arg(long)]
     json: bool,
@@ -43,19 +51,36 @@ fn main() {
         }
     };
     let log = LogGenerator::with_match_share(7, a.event_share).generate(a.mib.max(1) << 20);
-    let engines = [
-        ("prefilter", LogPatterns::new(&patterns)),
-        ("automaton", LogPatterns::without_prefilter(&patterns)),
+    let prefiltered = LogPatterns::new(&patterns).expect("built-in patterns compile");
+    let mut engines = vec![
+        ("prefilter", prefiltered.clone(), 0),
+        (
+            "automaton",
+            LogPatterns::without_prefilter(&patterns).expect("built-in patterns compile"),
+            0,
+        ),
     ];
+    if a.packet_bytes > 0 {
+        engines.push(("packets", prefiltered, a.packet_bytes));
+    }
     let mut first: Option<Vec<u64>> = None;
-    for (name, compiled) in engines {
-        let compiled = compiled.expect("built-in patterns compile");
+    for (name, compiled, packet) in engines {
         let mut s = LogScanner::new(&compiled);
         // Warm the scanner (and the caches of any lazy automaton) first.
         s.scan(&log[..log.len().min(1 << 20)]);
         s.reset();
         let t = Instant::now();
-        s.scan(&log);
+        if packet == 0 {
+            s.scan(&log);
+        } else {
+            // The packetized path: each payload on its own, the line split
+            // between two of them reassembled by copying.
+            let mut asm = LineAssembler::new(s.max_line());
+            for chunk in log.chunks(packet) {
+                asm.push(&mut s, chunk);
+            }
+            asm.finish(&mut s);
+        }
         let secs = t.elapsed().as_secs_f64();
         let lines = s.stats().lines;
         let (ns_line, gbps) = (
