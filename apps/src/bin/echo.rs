@@ -1,24 +1,25 @@
 //! `echo`: the echo server, attached to a running `nic-emu` device.
 //!
-//! Allocates RX/TX pipes that receive fallback traffic, increments the echo
-//! byte of every frame and sends it back in place.
-
-use std::time::Instant;
+//! Receives fallback traffic on `--port` (Ensō pipes, or descriptor queues
+//! with `--interface packetized`), increments the echo byte of every test
+//! frame and sends it back in place; the same logic on both interfaces.
 
 use clap::Parser;
-use enso::{DeviceOptions, EnsoDriver};
-use enso_apps::cli::{self, CliResult, ConnectArgs};
+use enso::{EnsoDriver, PacketizedDriver};
+use enso_apps::cli::{self, CliResult, ServeArgs};
 use enso_apps::echo::Echo;
+use enso_apps::nic::Interface;
 
 #[derive(Parser)]
-#[command(name = "echo", about = "Echo server over Ensō pipes")]
+#[command(
+    name = "echo",
+    about = "Echo server on the emulated NIC (Ensō pipes or descriptor queues)"
+)]
 struct Args {
     #[command(flatten)]
-    connect: ConnectArgs,
-    /// RX/TX pipes to serve.
-    #[arg(long, default_value_t = 1)]
-    pipes: u32,
-    /// Prefetch notifications (on/off; default: the device's mode).
+    serve: ServeArgs,
+    /// Prefetch notifications (on/off; default: the device's mode; Ensō
+    /// only).
     #[arg(long)]
     prefetch: Option<bool>,
 }
@@ -27,71 +28,100 @@ fn main() -> std::process::ExitCode {
     cli::main_with("echo", || run(&nic_emu::args::parse_or_exit("echo")))
 }
 
-fn run(a: &Args) -> CliResult<()> {
-    // Every value is checked before the device is attached.
-    a.connect.check()?;
-    cli::check_pipes(enso_apps::nic::Interface::Enso, a.pipes)?;
-    let c = &a.connect;
-    let stop = c
-        .duration_s
-        .map(|s| cli::seconds("--duration-s", s, false))
-        .transpose()?;
-    let every = cli::seconds("--progress-s", c.progress_s, true)?;
-    c.pin("echo");
-    let dev = c.open(DeviceOptions {
-        pipes: a.pipes,
-        prefetch: a.prefetch,
-        ..Default::default()
-    })?;
-    let mut d = EnsoDriver::new(dev);
-    d.add_fallback_pipes_on(c.port, a.pipes)?;
-    let mut echo = Echo::new();
-    let start = Instant::now();
-    let mut last = Instant::now();
-    let mut last_frames = 0;
-    let mut last_check = Instant::now();
-    loop {
-        for _ in 0..256 {
-            d.poll(&mut echo)?;
+impl Args {
+    /// Checks the values clap cannot, before the device is attached.
+    fn check(&self) -> CliResult<()> {
+        self.serve.check()?;
+        if self.prefetch.is_some() && self.serve.interface == Interface::Packetized {
+            return Err("--prefetch applies to Ensō pipes, not to --interface packetized".into());
         }
-        // A device that is gone delivers nothing: without this the loop
-        // would wait forever, or end as if all was well.
-        if last_check.elapsed() >= cli::ALIVE_CHECK {
-            d.dev.check_alive()?;
-            last_check = Instant::now();
-        }
-        if stop.is_some_and(|s| start.elapsed() >= s) {
-            break;
-        }
-        if !every.is_zero() && last.elapsed() >= every {
-            let dt = last.elapsed().as_secs_f64();
-            eprintln!(
-                "echo: {:.2} Mpps, {} frames",
-                (d.stats.frames - last_frames) as f64 / dt / 1e6,
-                d.stats.frames
-            );
-            last_frames = d.stats.frames;
-            last = Instant::now();
-        }
+        Ok(())
     }
-    let el = start.elapsed().as_secs_f64();
-    if c.json {
+}
+
+fn run(a: &Args) -> CliResult<()> {
+    a.check()?;
+    let s = &a.serve;
+    s.connect.pin("echo");
+    let mut opts = s.device_options(0);
+    opts.prefetch = a.prefetch;
+    let dev = s.connect.open(opts)?;
+    let port = s.connect.port;
+    let mut echo = Echo::new();
+    let extra = |e: &Echo| format!(", {} echoed, {} other", e.echoed, e.other);
+    let (served, driver, lib) = match s.interface {
+        Interface::Enso => {
+            let mut d = EnsoDriver::new(dev);
+            d.add_fallback_pipes_on(port, s.pipes)?;
+            let r = cli::serve("echo", &s.connect, &mut d, &mut echo, extra, |_| {})?;
+            (r, d.stats.clone(), d.dev.stats().clone())
+        }
+        Interface::Packetized => {
+            let mut d = PacketizedDriver::new(dev, s.burst);
+            d.add_rss_queues_on(port, s.pipes)?;
+            let r = cli::serve("echo", &s.connect, &mut d, &mut echo, extra, |_| {})?;
+            (r, d.stats.clone(), d.dev.stats().clone())
+        }
+    };
+    if s.connect.json {
         let out = serde_json::json!({
-            "frames": d.stats.frames,
-            "mpps": d.stats.frames as f64 / el / 1e6,
-            "driver": d.stats,
-            "library": d.dev.stats(),
+            "app": "echo",
+            "interface": s.interface,
+            "frames": served.frames,
+            "mpps": served.mpps,
+            "served": served,
+            "echoed": echo.echoed,
+            "other": echo.other,
+            "driver": driver,
+            "library": lib,
         });
         println!("{out}");
     } else {
         println!(
-            "echo: {} frames in {:.1} s ({:.2} Mpps), {} notifications, {} TX notifications",
-            d.stats.frames,
-            el,
-            d.stats.frames as f64 / el / 1e6,
-            d.dev.stats().notifications,
-            d.dev.stats().tx_notifications
+            "echo ({}): {} frames in {:.1} s ({:.2} Mpps, {:.1} ns/frame busy), {} echoed, {} other, {} notifications, {} TX notifications",
+            s.interface,
+            served.frames,
+            served.seconds,
+            served.mpps,
+            served.busy_ns_per_frame,
+            echo.echoed,
+            echo.other,
+            lib.notifications,
+            lib.tx_notifications
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("echo").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn prefetch_is_for_enso_only() {
+        assert_eq!(check(&["--device", "d"]), Ok(()));
+        assert_eq!(check(&["--device", "d", "--prefetch", "true"]), Ok(()));
+        assert_eq!(
+            check(&["--device", "d", "--interface", "packetized"]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&[
+                "--device",
+                "d",
+                "--interface",
+                "packetized",
+                "--prefetch",
+                "true"
+            ]),
+            Err("--prefetch applies to Ensō pipes, not to --interface packetized".into())
+        );
+        assert!(check(&["--device", "d", "--queues", "0"]).is_err());
+    }
 }
