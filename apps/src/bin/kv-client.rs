@@ -158,6 +158,17 @@ fn run(a: Args) -> CliResult<()> {
         }
     }
     let r = c.report();
+    if preloading {
+        // Nothing of the workload ran: a rate and latencies here would be
+        // the preload's, printed as if they were the workload's.
+        return Err(format!(
+            "the preload (a SET of each of the {} keys) did not finish before the run ended \
+             ({} responses so far): give a longer --duration-s or larger --count, fewer --keys, \
+             or --no-preload",
+            a.keys, r.responses
+        )
+        .into());
+    }
     let secs = measured_from.0.elapsed().as_secs_f64().max(1e-9);
     let mops = (r.responses - measured_from.1) as f64 / secs / 1e6;
     if a.connect.json {
