@@ -315,7 +315,7 @@ pub enum ConfigError {
         "--timestamp-offset {offset} puts the 4-byte timestamp at bytes {offset}..{end}, \
          past the end of the smallest frame sent ({len} B without FCS){hint}",
         end = u32::from(*offset) + 4,
-        hint = match len.checked_sub(4) {
+        hint = match most {
             Some(m) => format!("; give at most {m}"),
             None => String::new(),
         }
@@ -325,6 +325,26 @@ pub enum ConfigError {
         offset: u8,
         /// The smallest frame's length.
         len: usize,
+        /// The largest offset that would do, if any.
+        most: Option<usize>,
+    },
+    /// The NIC timestamp would overwrite part of the synthetic frames'
+    /// test payload.
+    #[error(
+        "--timestamp-offset {offset} puts the 4-byte timestamp at bytes {offset}..{end}, \
+         over the test payload (bytes {start}..{stop}: magic, sequence number, flow and the \
+         echo byte the echo server increments), which returned frames are recognised and \
+         checked by; give at most {below}, or at least {stop} with frames of {min_len} B \
+         or more with FCS",
+        min_len = TEST_PAYLOAD.end + 4 + FCS_LEN,
+        end = u32::from(*offset) + 4,
+        start = TEST_PAYLOAD.start,
+        stop = TEST_PAYLOAD.end,
+        below = TEST_PAYLOAD.start - 4
+    )]
+    StampOverPayload {
+        /// The offset.
+        offset: u8,
     },
     /// A core that threads cannot be pinned to.
     #[error("{0}")]
@@ -390,6 +410,40 @@ pub fn check_stamp_fits(offset: u8, min_len: usize) -> Result<(), ConfigError> {
         return Err(ConfigError::StampPastFrame {
             offset,
             len: min_len,
+            most: min_len.checked_sub(4),
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of a synthetic (IPv4/UDP test) frame that hold its test payload.
+pub const TEST_PAYLOAD: std::ops::Range<usize> = {
+    let k = nic_emu::testframe::FrameKind::Ipv4Udp;
+    k.payload_offset()..k.echo_offset() + 1
+};
+
+/// Checks the NIC's 4-byte timestamp at `offset` in synthetic frames of at
+/// least `min_len` bytes (without FCS): it must fit, and leave the test
+/// payload alone. Over its magic, sequence number or flow the returned
+/// frames are no longer recognised; over its echo byte the echo server's
+/// increment changes the timestamp, and with it the RTT.
+pub fn check_synthetic_stamp(offset: u8, min_len: usize) -> Result<(), ConfigError> {
+    let o = usize::from(offset);
+    if o + 4 > TEST_PAYLOAD.start && o < TEST_PAYLOAD.end {
+        return Err(ConfigError::StampOverPayload { offset });
+    }
+    if o + 4 > min_len {
+        let m = min_len.checked_sub(4);
+        return Err(ConfigError::StampPastFrame {
+            offset,
+            len: min_len,
+            most: m.map(|m| {
+                if m >= TEST_PAYLOAD.end {
+                    m
+                } else {
+                    m.min(TEST_PAYLOAD.start - 4)
+                }
+            }),
         });
     }
     Ok(())
@@ -542,7 +596,7 @@ impl Args {
                 // A pcap's frames are checked once read (app::execute).
                 if self.rtt || self.rtt_hist.is_some() {
                     let smallest = usize::from(spec.sizes.smallest()) - FCS_LEN;
-                    check_stamp_fits(self.timestamp_offset, smallest)?;
+                    check_synthetic_stamp(self.timestamp_offset, smallest)?;
                 }
                 TrafficSource::Synthetic(spec)
             }
@@ -934,9 +988,9 @@ mod tests {
         );
         // Synthetic sizes are checked with the command line, with --rtt or
         // --rtt-hist; without them the offset is unused.
-        for off in ["57", "60"] {
+        for off in ["59", "60"] {
             let m = err(&["--rtt", "--timestamp-offset", off]);
-            assert!(m.contains("(60 B without FCS); give at most 56"), "{m}");
+            assert!(m.contains("(60 B without FCS); give at most 38"), "{m}");
             let m = err(&[
                 "--rtt-hist",
                 "h",
@@ -950,7 +1004,32 @@ mod tests {
             assert!(run(&["--timestamp-offset", off]).is_ok());
         }
         assert!(err(&["--rtt", "--timestamp-offset", "60", "--size", "64-1518"]).contains("60 B"));
-        assert!(run(&["--rtt", "--timestamp-offset", "56"]).is_ok());
+        // Nor may it cover the synthetic frames' test payload (bytes
+        // 42..59), whatever the size.
+        for off in ["39", "45", "55", "56", "58"] {
+            for size in ["64", "1518"] {
+                let m = err(&["--rtt", "--timestamp-offset", off, "--size", size]);
+                assert_eq!(
+                    m,
+                    format!(
+                        "--timestamp-offset {off} puts the 4-byte timestamp at bytes {off}..{}, \
+                         over the test payload (bytes 42..59: magic, sequence number, flow and \
+                         the echo byte the echo server increments), which returned frames are \
+                         recognised and checked by; give at most 38, or at least 59 with \
+                         frames of 67 B or more with FCS",
+                        off.parse::<u32>().unwrap() + 4
+                    )
+                );
+            }
+            assert!(
+                run(&["--timestamp-offset", off]).is_ok(),
+                "unused without --rtt"
+            );
+        }
+        assert!(run(&["--rtt", "--timestamp-offset", "38"]).is_ok());
+        assert!(run(&["--rtt", "--timestamp-offset", "59", "--size", "67"]).is_ok());
+        let m = err(&["--rtt", "--timestamp-offset", "59", "--size", "66"]);
+        assert!(m.ends_with("(62 B without FCS); give at most 38"), "{m}");
     }
 
     #[test]
