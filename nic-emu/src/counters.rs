@@ -85,7 +85,9 @@ pub struct AppCounters {
     /// register.
     pub reject_foreign_register: u64,
     /// Register values out of range (head beyond the ring, head outside
-    /// `[head, tail]`, misaligned or out-of-region addresses).
+    /// `[head, tail]`, misaligned or out-of-region addresses), and
+    /// posted-write queue producers more than the queue's length ahead of
+    /// the consumer (or behind it).
     pub reject_bad_register_value: u64,
     /// TX notifications pointing outside the region, too long, or with an
     /// unknown signal.

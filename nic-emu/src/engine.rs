@@ -1682,6 +1682,15 @@ impl Core {
     }
 
     /// Applies posted register writes of application `slot`, in order.
+    ///
+    /// A producer more than [`layout::MMIO_QUEUE_LEN`] entries ahead of the
+    /// consumer (or behind it) claims entries the queue cannot hold: only
+    /// hostile software publishes one. It is counted once under
+    /// `reject_bad_register_value` and the consumer is moved to it, leaving
+    /// the queue empty: none of the claimed entries is applied, and writes
+    /// posted after it from there on are applied as usual. Replaying the
+    /// queue up to such a producer would cost up to 2^32 entries of engine
+    /// time and hold the application's later writes behind them.
     fn drain_mmio(&mut self, slot: usize, now: u64) -> usize {
         let latency = self.latency;
         let app = self.apps[slot].as_mut().expect("caller checked");
@@ -1691,6 +1700,14 @@ impl Core {
         // it are visible after this load.
         let prod = q.producer.0.load(Ordering::Acquire);
         let mut cons = app.mmio_consumer;
+        if prod.wrapping_sub(cons) as usize > layout::MMIO_QUEUE_LEN {
+            // SYNC POINT B (Release): pairs with software's Acquire load of
+            // `consumer`; nothing was read from the entries it frees.
+            q.consumer.0.store(prod, Ordering::Release);
+            app.mmio_consumer = prod;
+            app.counters.reject_bad_register_value += 1;
+            return 0;
+        }
         // Copy the entries out first: applying one needs the whole core.
         let mut batch = std::mem::take(&mut self.mmio_batch);
         batch.clear();

@@ -128,7 +128,10 @@ pub struct MmioEntry {
 const _: () = assert!(size_of::<MmioEntry>() == 16);
 
 /// An application's posted-write queue: single producer (software), single
-/// consumer (the NIC). Indices run freely and wrap at 2^32.
+/// consumer (the NIC). Indices run freely and wrap at 2^32; `producer` is at
+/// most [`MMIO_QUEUE_LEN`] entries ahead of `consumer`. The NIC applies none
+/// of the entries a producer beyond that claims: it counts the producer as a
+/// bad register value and moves `consumer` to it (the queue is then empty).
 #[repr(C)]
 #[derive(Debug)]
 pub struct MmioQueue {
