@@ -115,7 +115,7 @@ impl Nic {
     pub fn start(cfg: DeviceConfig, opts: RunOptions) -> Result<Self, String> {
         let dir = cfg.device_dir();
         let sock = dir.join(CONTROL_SOCKET);
-        if UnixStream::connect(&sock).is_ok() {
+        if check_running(&dir).is_ok() {
             return Err(format!(
                 "device '{}' is already running ({})",
                 cfg.name,
@@ -430,7 +430,16 @@ pub fn attach_remote(dir: &Path, req: AttachRequest) -> Result<(AttachInfo, Unix
     }
 }
 
-/// Reads the stats snapshot of the device in `dir`.
+/// Whether a device runs in `dir`: something answers on its control
+/// socket (what applications attach through). Otherwise the connection's
+/// error (no socket: the device never ran or stopped cleanly; refused: its
+/// process died and left the directory behind).
+pub fn check_running(dir: &Path) -> std::io::Result<()> {
+    UnixStream::connect(dir.join(CONTROL_SOCKET)).map(drop)
+}
+
+/// Reads the stats snapshot of the device in `dir`. The snapshot outlives
+/// a device whose process was killed: see [`check_running`].
 pub fn read_stats(dir: &Path) -> Result<Stats, String> {
     let p = dir.join(STATS_FILE);
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.display());

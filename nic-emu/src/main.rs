@@ -95,7 +95,8 @@ enum Cmd {
         #[arg(long, default_value_t = 1.0)]
         progress_s: f64,
     },
-    /// Print the counters of a running device.
+    /// Print the counters of a running device (an error if it is not
+    /// running).
     Stats {
         #[arg(long, default_value = "enso0")]
         name: String,
@@ -239,7 +240,13 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Stats { name, dir, json } => {
-            let s = device::read_stats(&dir.join(format!("enso-{name}")))?;
+            let devdir = dir.join(format!("enso-{name}"));
+            // A killed device leaves its last snapshot behind: printing it
+            // as if the device ran would pass stale counters off as live.
+            if let Err(e) = device::check_running(&devdir) {
+                return Err(not_running(&name, &devdir, &e));
+            }
+            let s = device::read_stats(&devdir)?;
             if json {
                 println!(
                     "{}",
@@ -250,6 +257,28 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
+    }
+}
+
+/// Why `nic-emu stats` has no counters to show for device `name` in
+/// `devdir`, whose control socket did not answer with `e`; names the
+/// snapshot a killed device left behind, if there is one.
+fn not_running(name: &str, devdir: &Path, e: &std::io::Error) -> String {
+    let sock = devdir.join(device::CONTROL_SOCKET);
+    let what = match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+            format!("device '{name}' is not running ({}: {e})", sock.display())
+        }
+        _ => format!("cannot reach device '{name}' at {}: {e}", sock.display()),
+    };
+    let snapshot = devdir.join(device::STATS_FILE);
+    if snapshot.is_file() {
+        format!(
+            "{what}; the counters it last wrote are in {}",
+            snapshot.display()
+        )
+    } else {
+        what
     }
 }
 

@@ -235,6 +235,54 @@ fn sigterm_stops_a_saturated_generator_and_removes_the_device_directory() {
 }
 
 #[test]
+fn stats_of_a_killed_device_is_an_error_not_its_stale_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let mut nic = Command::new(BIN)
+        .args(["run", "--name", "cli-kill", "--dir", d, "--progress-s", "0"])
+        .args(["--port", "generator:size=64,pps=100000"])
+        // Ends by itself should the test fail before it kills it.
+        .args(["--duration-s", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stats = || {
+        Command::new(BIN)
+            .args(["stats", "--name", "cli-kill", "--dir", d])
+            .output()
+            .unwrap()
+    };
+    let start = Instant::now();
+    while !stats().status.success() {
+        assert!(start.elapsed() < Duration::from_secs(10), "device not up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Killed: no chance to remove its directory, snapshot included.
+    nic.kill().unwrap();
+    nic.wait().unwrap();
+    let dev = dir.path().join("enso-cli-kill");
+    assert!(dev.join("stats.json").is_file());
+    let out = stats();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.starts_with("nic-emu: device 'cli-kill' is not running"),
+        "{err}"
+    );
+    assert!(
+        err.contains("stats.json"),
+        "names the stale snapshot: {err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
 fn a_failed_standard_output_is_one_line_or_a_quiet_end_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
