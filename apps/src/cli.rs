@@ -51,13 +51,19 @@ pub struct ServeArgs {
     /// over them by flow hash.
     #[arg(long, visible_alias = "queues", default_value_t = 1)]
     pub pipes: u32,
-    /// Frames per `rx_burst` (packetized; 1..=65536).
-    #[arg(long, default_value_t = 32)]
-    pub burst: usize,
-    /// Descriptor ring entries (packetized; a power of two).
-    #[arg(long, default_value_t = 1024)]
-    pub ring: u32,
+    /// Frames per `rx_burst` (packetized only; 1..=65536) [default: 32].
+    #[arg(long)]
+    pub burst: Option<usize>,
+    /// Descriptor ring entries (packetized only; a power of two in
+    /// 64..=65536) [default: 1024].
+    #[arg(long)]
+    pub ring: Option<u32>,
 }
+
+/// Default of [`ServeArgs::burst`].
+pub const DEFAULT_BURST: usize = 32;
+/// Default of [`ServeArgs::ring`].
+pub const DEFAULT_RING: u32 = 1024;
 
 /// A command-line error: one line, exit status 1.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -174,21 +180,42 @@ impl ServeArgs {
     pub fn check(&self) -> CliResult<()> {
         self.connect.check()?;
         check_pipes(self.interface, self.pipes)?;
+        // Both belong to descriptor rings: given with Ensō pipes they would
+        // have no effect.
+        if self.interface == Interface::Enso {
+            for (flag, given) in [
+                ("--burst", self.burst.is_some()),
+                ("--ring", self.ring.is_some()),
+            ] {
+                if given {
+                    return Err(format!(
+                        "{flag} applies to --interface packetized (descriptor rings), not to Ensō pipes"
+                    )
+                    .into());
+                }
+            }
+        }
         // A burst is a buffer of that many frame handles: bounded by the
         // largest ring, which it could never fill beyond anyway.
-        if !(1..=65536).contains(&self.burst) {
-            return Err(format!("--burst must be in 1..=65536, not {}", self.burst).into());
+        let burst = self.burst();
+        if !(1..=65536).contains(&burst) {
+            return Err(format!("--burst must be in 1..=65536, not {burst}").into());
         }
-        // Checked on Ensō too (where it is unused), so that a bad value is
-        // never silently accepted.
-        if !self.ring.is_power_of_two() || !(64..=65536).contains(&self.ring) {
-            return Err(format!(
-                "--ring must be a power of two in 64..=65536, not {}",
-                self.ring
-            )
-            .into());
+        let ring = self.ring();
+        if !ring.is_power_of_two() || !(64..=65536).contains(&ring) {
+            return Err(format!("--ring must be a power of two in 64..=65536, not {ring}").into());
         }
         Ok(())
+    }
+
+    /// Frames per `rx_burst` on the packetized interface.
+    pub fn burst(&self) -> usize {
+        self.burst.unwrap_or(DEFAULT_BURST)
+    }
+
+    /// Descriptor ring entries on the packetized interface.
+    pub fn ring(&self) -> u32 {
+        self.ring.unwrap_or(DEFAULT_RING)
     }
 
     /// Device options for the interface: `pipes` pipes (and `tx_pipes` TX
@@ -205,9 +232,9 @@ impl ServeArgs {
                 pipes: 0,
                 tx_pipes: 0,
                 queues: self.pipes,
-                rx_ring: self.ring,
-                tx_ring: self.ring,
-                pool_buffers: self.pipes * self.ring * 2 + 1024,
+                rx_ring: self.ring(),
+                tx_ring: self.ring(),
+                pool_buffers: self.pipes * self.ring() * 2 + 1024,
                 ..Default::default()
             },
         }
@@ -324,6 +351,51 @@ mod tests {
             duration_s,
             progress_s,
             json: false,
+        }
+    }
+
+    fn serve_check(args: &[&str]) -> Result<(), String> {
+        #[derive(clap::Parser)]
+        struct A {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let a =
+            <A as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+                .map_err(|e| e.to_string())?;
+        a.serve.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn ring_and_burst_belong_to_the_packetized_interface() {
+        assert_eq!(serve_check(&[]), Ok(()));
+        let p = ["--interface", "packetized"];
+        assert_eq!(serve_check(&p), Ok(()));
+        assert_eq!(
+            serve_check(&[&p[..], &["--burst", "1", "--ring", "65536"]].concat()),
+            Ok(())
+        );
+        for (flag, v) in [("--burst", "16"), ("--ring", "128")] {
+            assert_eq!(
+                serve_check(&[flag, v]),
+                Err(format!(
+                    "{flag} applies to --interface packetized (descriptor rings), not to Ensō pipes"
+                ))
+            );
+        }
+        for b in ["0", "65537"] {
+            assert_eq!(
+                serve_check(&[&p[..], &["--burst", b]].concat()),
+                Err(format!("--burst must be in 1..=65536, not {b}"))
+            );
+        }
+        for r in ["32", "100", "131072"] {
+            assert_eq!(
+                serve_check(&[&p[..], &["--ring", r]].concat()),
+                Err(format!(
+                    "--ring must be a power of two in 64..=65536, not {r}"
+                ))
+            );
         }
     }
 

@@ -50,9 +50,10 @@ struct Args {
     /// Flows the generator sends (spread over pipes/queues by hash).
     #[arg(long, default_value_t = 64)]
     flows: u32,
-    /// Ensō notification mode: reactive, per-packet or reactive-prefetch.
-    #[arg(long, default_value = "reactive")]
-    mode: NotificationMode,
+    /// Ensō notification mode: reactive, per-packet or reactive-prefetch
+    /// [default: reactive].
+    #[arg(long)]
+    mode: Option<NotificationMode>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -110,7 +111,7 @@ fn trial(
     };
     let name = format!("demo-{}-{:?}", std::process::id(), iface).to_lowercase();
     let mut cfg = DeviceConfig::new(name, WireConfig::Generator(g));
-    cfg.notification_mode = a.mode;
+    cfg.notification_mode = a.mode.unwrap_or(NotificationMode::Reactive);
     let (nic_core, app_core) = match cores {
         [x, y, ..] => (Some(x.id), Some(*y)),
         _ => (None, None),
@@ -229,6 +230,12 @@ impl Args {
         // trial() turns --trial-s into a Duration, which panics on a
         // negative, NaN or huge value.
         cli::seconds("--trial-s", self.trial_s, false)?;
+        if self.mode.is_some() && self.interface == Interface::Packetized {
+            return Err(
+                "--mode sets how Ensō pipes notify; it does not apply to --interface packetized"
+                    .into(),
+            );
+        }
         // The frames still in flight when a trial ends are echoed after it
         // and counted with it: negligible over 0.1 s, not over microseconds.
         if self.trial_s < 0.1 {
@@ -388,5 +395,22 @@ mod tests {
         assert!(check(&["--trial-s", "0"])
             .unwrap_err()
             .starts_with("--trial-s must be above 0"));
+    }
+
+    #[test]
+    fn the_notification_mode_is_for_enso() {
+        assert_eq!(check(&["--mode", "per-packet"]), Ok(()));
+        assert_eq!(
+            check(&["--mode", "per-packet", "--interface", "enso"]),
+            Ok(())
+        );
+        assert_eq!(check(&["--interface", "packetized"]), Ok(()));
+        assert_eq!(
+            check(&["--mode", "reactive", "--interface", "packetized"]),
+            Err(
+                "--mode sets how Ensō pipes notify; it does not apply to --interface packetized"
+                    .into()
+            )
+        );
     }
 }

@@ -98,7 +98,7 @@ fn run(a: Args) -> CliResult<()> {
             (r, d.stats.clone())
         }
         Interface::Packetized => {
-            let mut d = PacketizedReplyDriver::new(dev, s.burst);
+            let mut d = PacketizedReplyDriver::new(dev, s.burst());
             d.add_rss_queues_on(port, s.pipes)?;
             let r = cli::serve("kv", &s.connect, &mut d, &mut server, extra, |_| {})?;
             (r, d.stats.clone())

@@ -9,6 +9,7 @@
 //! copied together. The scanning logic is the same on every path.
 
 use clap::Parser;
+use enso::app::DriverStats;
 use enso::{EnsoDriver, PacketizedDriver};
 use enso_apps::cli::{self, CliResult, ServeArgs, Served};
 use enso_apps::logmon::{builtin_for, LogMonitor, LogPatterns, LogScanner, ScanStats};
@@ -38,6 +39,23 @@ fn main() -> std::process::ExitCode {
     cli::main_with("logmon", || run(nic_emu::args::parse_or_exit("logmon")))
 }
 
+impl Args {
+    /// Checks the values clap cannot, before the device is attached.
+    fn check(&self) -> CliResult<()> {
+        self.serve.check()?;
+        if self.packets && self.serve.interface == Interface::Packetized {
+            return Err(
+                "--packets applies to Ensō (frames instead of a stream pipe); the packetized interface always reads packets"
+                    .into(),
+            );
+        }
+        if self.serve.pipes != 1 {
+            return Err("the monitor reads one ordered log stream: use --pipes 1".into());
+        }
+        Ok(())
+    }
+}
+
 fn run(a: Args) -> CliResult<()> {
     let selected = builtin_for(&a.services)?;
     let patterns = LogPatterns::new(&selected)?;
@@ -47,16 +65,13 @@ fn run(a: Args) -> CliResult<()> {
         }
         return Ok(());
     }
-    a.serve.check()?;
-    if a.serve.pipes != 1 {
-        return Err("the monitor reads one ordered log stream: use --pipes 1".into());
-    }
+    a.check()?;
     let s = &a.serve;
     s.connect.pin("logmon");
     let dev = s.connect.open(s.device_options(0))?;
     let port = s.connect.port;
     let stream = s.interface == Interface::Enso && !a.packets;
-    let (served, scan, counts): (Served, ScanStats, Vec<u64>) = if stream {
+    let (served, scan, counts, driver): (Served, ScanStats, Vec<u64>, DriverStats) = if stream {
         let mut scanner = LogScanner::new(&patterns);
         let mut d = EnsoStreamDriver::new(dev);
         d.add_fallback_stream_pipe_on(port)?;
@@ -68,26 +83,34 @@ fn run(a: Args) -> CliResult<()> {
             )
         };
         let r = cli::serve("logmon", &s.connect, &mut d, &mut scanner, extra, |_| {})?;
-        (r, *scanner.stats(), scanner.counts().to_vec())
+        let driver = d.stats.clone();
+        (r, *scanner.stats(), scanner.counts().to_vec(), driver)
     } else {
         let mut mon = LogMonitor::new(&patterns);
         let extra = |m: &LogMonitor| {
             let st = m.scanner().stats();
             format!(", {} lines, {} matched", st.lines, st.matched_lines)
         };
-        let r = match s.interface {
+        let (r, driver) = match s.interface {
             Interface::Enso => {
                 let mut d = EnsoDriver::new(dev);
                 add_fallback_rx_pipes(&mut d, port, 1)?;
-                cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?
+                let r = cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?;
+                (r, d.stats.clone())
             }
             Interface::Packetized => {
-                let mut d = PacketizedDriver::new(dev, s.burst);
+                let mut d = PacketizedDriver::new(dev, s.burst());
                 d.add_rss_queues_on(port, 1)?;
-                cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?
+                let r = cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?;
+                (r, d.stats.clone())
             }
         };
-        (r, *mon.scanner().stats(), mon.scanner().counts().to_vec())
+        (
+            r,
+            *mon.scanner().stats(),
+            mon.scanner().counts().to_vec(),
+            driver,
+        )
     };
     let path = if stream { "stream pipe" } else { "packets" };
     if s.connect.json {
@@ -104,17 +127,19 @@ fn run(a: Args) -> CliResult<()> {
             "served": served,
             "lines": scan,
             "matches": per,
+            "driver": driver,
         });
         println!("{out}");
     } else {
         println!(
-            "logmon ({}, {path}): {:.3} Gb/s over {:.1} s, {} lines, {} matched, {} overlong",
+            "logmon ({}, {path}): {:.3} Gb/s over {:.1} s, {} lines, {} matched, {} overlong, {} frames dropped (not IPv4/UDP)",
             s.interface,
             served.gbps,
             served.seconds,
             scan.lines,
             scan.matched_lines,
-            scan.overlong_lines
+            scan.overlong_lines,
+            driver.dropped
         );
         for (n, c) in patterns.names().iter().zip(&counts) {
             if *c > 0 {
@@ -123,4 +148,29 @@ fn run(a: Args) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let a = Args::try_parse_from(std::iter::once("logmon").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn packets_is_an_enso_choice_and_the_stream_is_one() {
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&["--packets"]), Ok(()));
+        assert_eq!(check(&["--interface", "packetized"]), Ok(()));
+        assert!(check(&["--interface", "packetized", "--packets"])
+            .unwrap_err()
+            .starts_with("--packets applies to Ensō"));
+        assert_eq!(
+            check(&["--pipes", "2"]),
+            Err("the monitor reads one ordered log stream: use --pipes 1".into())
+        );
+    }
 }

@@ -106,7 +106,7 @@ fn run(a: Args) -> CliResult<()> {
             (r, d.stats.clone(), d.dev.stats().clone())
         }
         Interface::Packetized => {
-            let mut d = PacketizedDriver::new(dev, s.burst);
+            let mut d = PacketizedDriver::new(dev, s.burst());
             d.add_rss_queues_on(port, s.pipes)?;
             let r = cli::serve("maglev", &s.connect, &mut d, &mut lb, extra, |_| {})?;
             (r, d.stats.clone(), d.dev.stats().clone())

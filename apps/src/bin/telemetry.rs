@@ -105,7 +105,7 @@ fn run(a: Args) -> CliResult<()> {
             (r, d.stats.clone())
         }
         Interface::Packetized => {
-            let mut d = PacketizedDriver::new(dev, s.burst);
+            let mut d = PacketizedDriver::new(dev, s.burst());
             d.add_rss_queues_on(port, s.pipes)?;
             let r = cli::serve("telemetry", &s.connect, &mut d, &mut t, extra, tick)?;
             (r, d.stats.clone())
