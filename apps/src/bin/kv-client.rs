@@ -77,6 +77,15 @@ impl Args {
             self.loss_timeout_ms,
             1..=MAX_LOSS_TIMEOUT_MS,
         )?;
+        cli::in_range("--partitions", self.partitions, 1..=u16::MAX)?;
+        let last = u32::from(self.server_port) + u32::from(self.partitions) - 1;
+        if last > u32::from(u16::MAX) {
+            return Err(format!(
+                "--partitions {} from --server-port {} need UDP ports up to {last}, past 65535",
+                self.partitions, self.server_port
+            )
+            .into());
+        }
         Ok(())
     }
 }
@@ -241,6 +250,21 @@ mod tests {
                 Err(format!("--window must be in 1..=16384, not {w}"))
             );
         }
+        assert_eq!(
+            check(&["--server-port", "65534", "--partitions", "2"]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&["--server-port", "65535", "--partitions", "2"]),
+            Err(
+                "--partitions 2 from --server-port 65535 need UDP ports up to 65536, past 65535"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check(&["--partitions", "0"]),
+            Err("--partitions must be in 1..=65535, not 0".into())
+        );
         assert!(check(&["--count", "0"])
             .unwrap_err()
             .starts_with("--count must be at least 1"));

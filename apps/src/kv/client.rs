@@ -95,6 +95,16 @@ pub enum WorkloadError {
     /// Zero-sized window.
     #[error("the response window must hold at least one request")]
     NoWindow,
+    /// The partitions' UDP ports (base port + partition) run past 65535.
+    #[error("{partitions} partitions from UDP port {base} need ports up to {last}, past 65535")]
+    PortsPastEnd {
+        /// The destination port of partition 0.
+        base: u16,
+        /// Partitions.
+        partitions: u16,
+        /// The last partition's port.
+        last: u32,
+    },
 }
 
 /// A response could not be read.
@@ -230,6 +240,14 @@ impl KvClient {
         if cfg.window == 0 {
             return Err(WorkloadError::NoWindow);
         }
+        let last = u32::from(cfg.endpoints.dst_port) + u32::from(cfg.partitions) - 1;
+        if last > u32::from(u16::MAX) {
+            return Err(WorkloadError::PortsPastEnd {
+                base: cfg.endpoints.dst_port,
+                partitions: cfg.partitions,
+                last,
+            });
+        }
         Ok(KvClient {
             zipf,
             rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed),
@@ -357,7 +375,8 @@ impl KvClient {
         self.pending[usize::from(p)].clear();
         let payload_len = w.len();
         let mut ep = self.cfg.endpoints;
-        ep.dst_port = ep.dst_port.wrapping_add(p);
+        // Within u16: checked in `new`.
+        ep.dst_port += p;
         // No UDP checksum, as on the server's responses: the paper offloads
         // checksums to the NIC on both interfaces.
         let len = packet::finish_udp_frame(buf, &ep, payload_len, UdpChecksum::Omit)?;

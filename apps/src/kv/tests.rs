@@ -570,4 +570,20 @@ fn workload_config_is_validated() {
         KvClient::new(WorkloadConfig { window: 0, ..ok }),
         Err(WorkloadError::NoWindow)
     ));
+    // Partition p is served on the base port + p: all must be ports.
+    let at = |port: u16, partitions: u16| {
+        let mut c = WorkloadConfig { partitions, ..ok };
+        c.endpoints.dst_port = port;
+        KvClient::new(c).map(|_| ())
+    };
+    assert!(at(65535, 1).is_ok());
+    assert!(at(65534, 2).is_ok());
+    assert_eq!(
+        at(65535, 2).unwrap_err().to_string(),
+        "2 partitions from UDP port 65535 need ports up to 65536, past 65535"
+    );
+    assert!(matches!(
+        at(9000, 65535),
+        Err(WorkloadError::PortsPastEnd { last: 74534, .. })
+    ));
 }
