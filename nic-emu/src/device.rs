@@ -368,14 +368,15 @@ fn client(s: UnixStream, ctl: NicControl) {
         Err(_) => return,
     };
     let mut r = BufReader::new(s);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut attached = Vec::new();
     loop {
         line.clear();
         // A request is one short JSON line; a client that sends more without
         // a newline gets an error and is cut off, rather than growing this
-        // buffer without bound.
-        let n = match (&mut r).take(MAX_REQUEST + 1).read_line(&mut line) {
+        // buffer without bound. The line is read as bytes: one that is not
+        // UTF-8 is a bad request like any other, not a broken connection.
+        let n = match (&mut r).take(MAX_REQUEST + 1).read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
@@ -386,7 +387,13 @@ fn client(s: UnixStream, ctl: NicControl) {
             let _ = w.write_all(out.as_bytes());
             break;
         }
-        let resp = match serde_json::from_str::<ControlRequest>(line.trim()) {
+        let request = std::str::from_utf8(&line)
+            .map_err(|e| format!("bad request: not UTF-8: {e}"))
+            .and_then(|l| {
+                serde_json::from_str::<ControlRequest>(l.trim())
+                    .map_err(|e| format!("bad request: {e}"))
+            });
+        let resp = match request {
             Ok(ControlRequest::Attach(req)) => match ctl.attach(req) {
                 Ok(info) => {
                     attached.push(info.app_id);
@@ -394,7 +401,7 @@ fn client(s: UnixStream, ctl: NicControl) {
                 }
                 Err(e) => ControlResponse::Error(e),
             },
-            Err(e) => ControlResponse::Error(format!("bad request: {e}")),
+            Err(e) => ControlResponse::Error(e),
         };
         let mut out = serde_json::to_string(&resp).unwrap_or_default();
         out.push('\n');
