@@ -26,16 +26,16 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
-/// Parses the process's arguments as `P`. Help and version requests (and a
-/// missing subcommand, which clap answers with the help) print as clap
-/// prints them; a usage error prints `<program>: <message>` on one line and
-/// exits with status 2.
+/// Parses the process's arguments as `P`. Help and version requests print
+/// as clap prints them; a usage error, a missing subcommand included (which
+/// clap answers with the whole help), prints `<program>: <message>` on one
+/// line and exits with status 2.
 ///
 /// It also makes a failed write to stdout end the process with one line
 /// (see [`quiet_stdout_failures`]).
 pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     quiet_stdout_failures(program);
-    P::try_parse().unwrap_or_else(|e| exit_on(program, e))
+    P::try_parse().unwrap_or_else(|e| exit_on::<P>(program, e))
 }
 
 /// [`parse_or_exit`], also returning clap's matches (to tell an option given
@@ -50,19 +50,55 @@ pub fn parse_matches_or_exit<P: Parser>(program: &str) -> (P, clap::ArgMatches) 
                 .map(|p| (p, m))
                 .map_err(|e| e.format(&mut P::command()))
         })
-        .unwrap_or_else(|e| exit_on(program, e))
+        .unwrap_or_else(|e| exit_on::<P>(program, e))
 }
 
 /// Prints help or version as clap does, or a usage error as one line, and
 /// exits.
-fn exit_on(program: &str, e: clap::Error) -> ! {
-    if !e.use_stderr()
-        || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    {
+fn exit_on<P: Parser>(program: &str, e: clap::Error) -> ! {
+    let line = if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        missing_line(program, &P::command(), std::env::args_os())
+    } else if !e.use_stderr() {
         e.exit()
-    }
-    eprintln!("{program}: {}", usage_line(&e));
+    } else {
+        usage_line(&e)
+    };
+    eprintln!("{program}: {line}");
     std::process::exit(2)
+}
+
+/// The one line for a command line `args` (program name first) that stops
+/// short of a required subcommand, where clap would print the whole help:
+/// which subcommands the deepest command `args` named takes (hidden ones
+/// left out), and where the help is.
+pub fn missing_line(
+    program: &str,
+    cmd: &clap::Command,
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> String {
+    let mut cmd = cmd;
+    let mut path = program.to_string();
+    for a in args.into_iter().skip(1) {
+        let Some(sub) = a.to_str().and_then(|a| cmd.find_subcommand(a)) else {
+            continue;
+        };
+        cmd = sub;
+        path.push(' ');
+        path.push_str(sub.get_name());
+    }
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(clap::Command::get_name)
+        .collect();
+    if names.is_empty() {
+        format!("arguments are required: see {path} --help")
+    } else {
+        format!(
+            "a subcommand is required ({}): see {path} --help",
+            names.join(", ")
+        )
+    }
 }
 
 /// A clap error's message on one line: its first paragraph (the message and
@@ -113,6 +149,7 @@ pub fn quiet_stdout_failures(program: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[derive(Parser, Debug)]
     struct Demo {
@@ -126,6 +163,58 @@ mod tests {
     struct Mode {
         #[arg(long, value_parser = ["rx", "echo"])]
         mode: String,
+    }
+
+    #[derive(Parser, Debug)]
+    #[command(name = "tool")]
+    struct Tool {
+        #[command(subcommand)]
+        cmd: Sub,
+    }
+
+    #[derive(clap::Subcommand, Debug)]
+    enum Sub {
+        Run,
+        Stats,
+        Group {
+            #[command(subcommand)]
+            inner: Inner,
+        },
+        #[command(hide = true)]
+        Worker,
+    }
+
+    #[derive(clap::Subcommand, Debug)]
+    enum Inner {
+        First,
+        Second,
+    }
+
+    #[test]
+    fn a_missing_subcommand_is_one_line_naming_the_subcommands() {
+        use clap::error::ErrorKind;
+        for (argv, line) in [
+            (
+                vec!["tool"],
+                "a subcommand is required (run, stats, group): see tool --help",
+            ),
+            (
+                vec!["tool", "group"],
+                "a subcommand is required (first, second): see tool group --help",
+            ),
+        ] {
+            // What clap answers with its whole help ...
+            let e = Tool::try_parse_from(&argv).expect_err("no subcommand");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
+                "{argv:?}"
+            );
+            assert!(e.render().to_string().lines().count() > 1);
+            // ... is one line.
+            let args = argv.iter().map(std::ffi::OsString::from);
+            assert_eq!(missing_line("tool", &Tool::command(), args), line);
+        }
     }
 
     #[test]

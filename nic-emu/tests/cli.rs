@@ -86,6 +86,22 @@ fn bad_arguments_give_one_clear_line() {
     }
 }
 
+#[test]
+fn no_subcommand_is_one_line_naming_them_not_the_whole_help() {
+    let out = Command::new(BIN).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "nic-emu: a subcommand is required (run, stats): see nic-emu --help\n"
+    );
+    // Asked for, the help is still there.
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("stats") && help.lines().count() > 5, "{help}");
+}
+
 /// Runs the binary with `args` (and a device directory in a temporary
 /// directory), killing it if it runs for more than 10 s; returns its exit
 /// status and stderr.
