@@ -115,7 +115,8 @@ where
         Err(e) => {
             eprintln!("pktgen: {e}");
             match e {
-                AppError::Config(_) => ExitCode::from(2),
+                // The command line asked for what its traffic cannot take.
+                AppError::Config(_) | AppError::Rate { .. } => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             }
         }
@@ -254,6 +255,18 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
                 })?,
         ),
     };
+    if cfg.zero_loss.is_none() && cfg.rate == Rate::Line {
+        let p = stream.profile();
+        let wire = Rate::gbps(crate::rate::LINE_RATE_GBPS).pps(&p);
+        if Rate::Line.pps(&p) < wire * (1.0 - 1e-9) {
+            eprintln!(
+                "pktgen: note: 100 Gb/s of these frames ({:.1} Mpps) needs more than one flit per \
+                 cycle; sending at the NIC's most, {:.1} Mpps",
+                wire / 1e6,
+                Rate::Line.pps(&p) / 1e6
+            );
+        }
+    }
 
     // Outputs first: a bad path fails before any traffic is sent.
     let mut csv = match &cfg.save {

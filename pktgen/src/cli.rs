@@ -678,8 +678,10 @@ impl Args {
         if self.rate_num.is_some() {
             return Err(ConfigError::NotForZeroLoss("RATE_NUM RATE_DEN"));
         }
-        let Rate::Bps(bps) = *rate else {
-            return Err(ConfigError::SearchRateUnit);
+        let bps = match *rate {
+            Rate::Bps(bps) => bps,
+            Rate::Line => crate::rate::LINE_RATE_GBPS * 1e9,
+            _ => return Err(ConfigError::SearchRateUnit),
         };
         if self.size.is_some() && self.sizes.is_some() {
             return Err(ConfigError::SizeAndSizes);
@@ -1248,7 +1250,7 @@ mod tests {
         ])
         .unwrap();
         let j = serde_json::to_value(&c).unwrap();
-        assert_eq!(j["rate"], "100Gbps");
+        assert_eq!(j["rate"], "line");
         assert_eq!(j["stats_delay_ns"], 1_000_000_000u64);
         assert_eq!(j["traffic"]["synthetic"]["sizes"], "64-128");
         assert_eq!(serde_json::from_value::<Config>(j).unwrap(), c);

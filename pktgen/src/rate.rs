@@ -187,12 +187,17 @@ pub enum Rate {
     Pps(f64),
     /// The NIC limiter's pair: a rate in flits.
     Flits(RateLimit),
+    /// 100 GbE line rate ([`LINE_RATE_GBPS`]), or the most the NIC can
+    /// send (one flit per cycle) where that is less: with frames of 65 to
+    /// ~100 B, whose second flit is mostly empty, 100 Gb/s needs more than
+    /// one flit per cycle. The default rate.
+    Line,
 }
 
 impl Rate {
-    /// 100 Gb/s.
+    /// 100 Gb/s, or the NIC's most where that is less ([`Rate::Line`]).
     pub fn line() -> Self {
-        Rate::Bps(LINE_RATE_GBPS * 1e9)
+        Rate::Line
     }
 
     /// A rate in Gb/s of throughput.
@@ -263,6 +268,9 @@ impl Rate {
             Rate::Bps(bps) => bps / p.wire_bits(),
             Rate::Pps(pps) => pps,
             Rate::Flits(l) => l.flits_per_sec() / p.mean_flits.max(1.0),
+            Rate::Line => {
+                (LINE_RATE_GBPS * 1e9 / p.wire_bits()).min(NIC_CLOCK_HZ / p.mean_flits.max(1.0))
+            }
         }
     }
 
@@ -286,7 +294,8 @@ impl Rate {
             return Ok(l);
         }
         let per_cycle = self.pps(p) * p.mean_flits.max(1.0) / NIC_CLOCK_HZ;
-        if per_cycle > 1.0 + 1e-9 {
+        // `Line` is at most one flit per cycle by definition.
+        if per_cycle > 1.0 + 1e-9 && *self != Rate::Line {
             // Report the request scaled to max_den so the message has numbers.
             let den = max_den.max(1);
             let num = (per_cycle * f64::from(den)).min(f64::from(u32::MAX)) as u32;
@@ -336,6 +345,7 @@ impl fmt::Display for Rate {
             Rate::Bps(bps) => write!(f, "{}Gbps", bps / 1e9),
             Rate::Pps(pps) => write!(f, "{}Mpps", pps / 1e6),
             Rate::Flits(l) => write!(f, "{}/{}", l.num, l.den),
+            Rate::Line => write!(f, "line"),
         }
     }
 }
@@ -420,8 +430,6 @@ mod tests {
             ("12kbps", 12e3),
             ("800bps", 800.0),
             ("1e1G", 10e9),
-            ("line", 100e9),
-            ("LINE", 100e9),
         ] {
             match Rate::parse(s) {
                 Ok(Rate::Bps(v)) => assert!(close(v, bps), "{s}: {v}"),
@@ -485,6 +493,33 @@ mod tests {
         assert!(matches!(Rate::parse("1/x"), Err(RateError::BadNumber(_))));
         let msg = Rate::parse("10").unwrap_err().to_string();
         assert!(msg.contains("no unit") && !msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn line_is_100g_or_the_nics_most() {
+        for s in ["line", "LINE", " line "] {
+            assert_eq!(Rate::parse(s), Ok(Rate::Line), "{s}");
+        }
+        assert_eq!(Rate::Line.to_string().parse::<Rate>(), Ok(Rate::Line));
+        // 60 B frames: 100 GbE, 148.8 Mpps, under one flit per cycle.
+        let p = FrameProfile::fixed(60);
+        assert!(close(Rate::Line.pps(&p), Rate::gbps(100.0).pps(&p)));
+        // 65 B frames are two flits: 100 GbE would be 140.4 Mpps, 1.40
+        // flits per cycle. `line` sends at one flit per cycle instead,
+        // where 100Gbps asked for explicitly is refused.
+        let p = FrameProfile::fixed(65);
+        assert!(close(Rate::Line.pps(&p), 100e6));
+        assert_eq!(
+            Rate::Line.limiter_setting(&p).map(|l| l.num == l.den),
+            Ok(true)
+        );
+        assert!(matches!(
+            Rate::gbps(100.0).limiter_setting(&p),
+            Err(RateError::AboveOneFlitPerCycle { .. })
+        ));
+        // Runts are no different: 30 B frames are one flit each.
+        let p = FrameProfile::fixed(30);
+        assert!(Rate::Line.limiter_setting(&p).is_ok());
     }
 
     #[test]

@@ -54,6 +54,30 @@ fn wrong_arguments() {
 }
 
 #[test]
+fn the_default_rate_is_the_most_the_nic_sends() {
+    // 69 B frames (65 B in memory) are two flits each: 100 Gb/s of them
+    // would be 1.4 flits per cycle. The default sends at one flit per
+    // cycle, and says so; 100Gbps asked for in numbers is refused.
+    let out = pktgen(&["--in-process", "--size", "69", "--count", "2000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pktgen: note: 100 Gb/s of these frames (140.4 Mpps) needs more than one flit per cycle; sending at the NIC's most, 100.0 Mpps"),
+        "{err}"
+    );
+    assert!(!err.contains("above one flit per cycle"), "{err}");
+    let m = one_line_error(&["--in-process", "--size", "69", "--rate", "100Gbps"]);
+    assert!(
+        m.contains("rate 100Gbps") && m.contains("above one flit per cycle"),
+        "{m}"
+    );
+    let out = pktgen(&["--in-process", "--size", "69", "--rate", "100Gbps"]);
+    assert_eq!(out.status.code(), Some(2));
+    // At 64 B, 100 Gb/s is under one flit per cycle: no note.
+    let out = pktgen(&["--in-process", "--count", "2000"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note: 100 Gb/s"));
+}
+
+#[test]
 fn a_dash_is_standard_output_for_json_only() {
     let dir = tempfile::tempdir().unwrap();
     for flag in ["--capture", "--save", "--rtt-hist"] {
