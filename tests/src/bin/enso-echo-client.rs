@@ -23,8 +23,8 @@ struct Args {
     /// Device to attach to (`nic-emu run --name NAME`).
     #[arg(long, default_value = "enso0")]
     name: String,
-    /// Frames to echo before exiting.
-    #[arg(long, default_value_t = 0)]
+    /// Frames to echo before exiting (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
     /// Fallback RX/TX pipes to serve.
     #[arg(long, default_value_t = 1,
