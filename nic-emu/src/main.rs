@@ -33,7 +33,7 @@ enum Cmd {
         dir: PathBuf,
         /// Port wiring, one per port: null, loopback, cable:N[:delay=NS]
         /// (N: another port's index; delay in whole ns, 0..=1000000000),
-        /// generator[:size=64,flows=N,pps=R,count=N,inflight=N,burst=1..4096,kinds=ipv4/ipv6/raw,echo=N,verify=full|seq]
+        /// generator[:size=64|64-1518|64/128,flows=N,pps=R,count=N,inflight=N,burst=1..4096,kinds=ipv4/ipv6/raw,echo=N,verify=full|seq]
         /// (each option at most once; flows, count and
         /// inflight at least 1, pps finite and above 0).
         #[arg(long = "port", default_value = "loopback")]
