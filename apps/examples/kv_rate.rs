@@ -89,14 +89,15 @@ fn main() {
             }
         }
     };
-    // Warm up, then size the measured run from the warm-up's rate.
-    let t = Instant::now();
+    // Warm up (the store's caches, the branch predictors), then run whole
+    // rounds of the frames until --seconds have passed. (Sizing the run
+    // from the warm-up's rate ended it well short of --seconds.)
     run(&mut server, 1);
-    let per_round = t.elapsed().as_secs_f64().max(1e-9);
-    let rounds = ((a.seconds / per_round).ceil() as usize).max(1);
     let before = *server.stats();
     let t = Instant::now();
-    run(&mut server, rounds);
+    while t.elapsed().as_secs_f64() < a.seconds {
+        run(&mut server, 1);
+    }
     let secs = t.elapsed().as_secs_f64();
     let after = server.stats();
     let requests = after.requests - before.requests;

@@ -11,13 +11,33 @@ use enso_apps::nic::{AppDriver, EnsoReplyDriver, PacketizedReplyDriver};
 use nic_emu::{DeviceConfig, Engine, WireConfig};
 
 fn main() {
-    let mut a = std::env::args().skip(1);
-    let iface = a.next().unwrap_or_else(|| "enso".into());
-    let batch: usize = a.next().map(|s| s.parse().expect("batch")).unwrap_or(1);
-    let frames: u64 = a
-        .next()
-        .map(|s| s.parse().expect("frames"))
-        .unwrap_or(20_000);
+    const USAGE: &str = "usage: kv_stepped [enso|packetized] [REQUESTS_PER_FRAME 1..=32] [FRAMES >= 1] (default: enso 1 20000)";
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return;
+    }
+    let bad = |what: &str| -> ! {
+        eprintln!("kv_stepped: {what}; {USAGE}");
+        std::process::exit(2)
+    };
+    if args.len() > 3 {
+        bad("too many arguments");
+    }
+    let iface = args.first().cloned().unwrap_or_else(|| "enso".into());
+    if iface != "enso" && iface != "packetized" {
+        bad(&format!("unknown interface '{iface}'"));
+    }
+    let batch: usize = match args.get(1).map(|s| s.parse()) {
+        None => 1,
+        Some(Ok(n)) if (1..=enso_apps::kv::wire::MAX_BATCH).contains(&n) => n,
+        Some(_) => bad(&format!("bad requests per frame '{}'", args[1])),
+    };
+    let frames: u64 = match args.get(2).map(|s| s.parse()) {
+        None => 20_000,
+        Some(Ok(n)) if n >= 1 => n,
+        Some(_) => bad(&format!("bad frame count '{}'", args[2])),
+    };
     let mut cfg = DeviceConfig::new(
         format!("kv-stepped-{}", std::process::id()),
         WireConfig::Cable {

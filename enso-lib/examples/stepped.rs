@@ -7,13 +7,34 @@ use enso::{Device, DeviceOptions};
 use nic_emu::{DeviceConfig, Engine, GeneratorConfig, SizeSpec, VerifyLevel, WireConfig};
 
 fn main() {
-    let mut a = std::env::args().skip(1);
-    let mode = a.next().unwrap_or_else(|| "rx".into());
-    let size: usize = a.next().map(|s| s.parse().expect("size")).unwrap_or(64);
-    let count: u64 = a
-        .next()
-        .map(|s| s.parse().expect("count"))
-        .unwrap_or(200_000);
+    const USAGE: &str =
+        "usage: stepped [rx|echo] [SIZE 60..=1536] [COUNT >= 1] (default: rx 64 200000)";
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return;
+    }
+    let bad = |what: &str| -> ! {
+        eprintln!("stepped: {what}; {USAGE}");
+        std::process::exit(2)
+    };
+    if args.len() > 3 {
+        bad("too many arguments");
+    }
+    let mode = args.first().cloned().unwrap_or_else(|| "rx".into());
+    if mode != "rx" && mode != "echo" {
+        bad(&format!("unknown mode '{mode}'"));
+    }
+    let size: usize = match args.get(1).map(|s| s.parse()) {
+        None => 64,
+        Some(Ok(n)) if (60..=nic_emu::wire::MAX_FRAME).contains(&n) => n,
+        Some(_) => bad(&format!("bad size '{}'", args[1])),
+    };
+    let count: u64 = match args.get(2).map(|s| s.parse()) {
+        None => 200_000,
+        Some(Ok(n)) if n >= 1 => n,
+        Some(_) => bad(&format!("bad count '{}'", args[2])),
+    };
     let g = GeneratorConfig {
         sizes: SizeSpec::Fixed(size),
         verify: VerifyLevel::Sequence,
