@@ -73,11 +73,20 @@ pub(crate) struct Common {
 }
 
 impl Common {
+    /// Checks `--cores` before anything runs.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.parsed().map(|_| ())
+    }
+
+    fn parsed(&self) -> Result<Placement, String> {
+        match &self.cores {
+            Some(c) => Placement::parse(c).map_err(|e| format!("--cores {c}: {e}")),
+            None => Ok(Placement::pick()),
+        }
+    }
+
     pub(crate) fn placement(&self) -> Result<Placement, String> {
-        let p = match &self.cores {
-            Some(c) => Placement::parse(c).map_err(|e| e.to_string())?,
-            None => Placement::pick(),
-        };
+        let p = self.parsed()?;
         if !self.json {
             for note in &p.notes {
                 eprintln!("note: {note}");
@@ -143,8 +152,51 @@ fn ring_kib(s: &str) -> Result<usize, String> {
     }
 }
 
+impl Command {
+    /// Checks the arguments before anything runs: every value the run
+    /// would check.
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Command::Probe(a) => a.common.check(),
+            Command::Reference(a) => {
+                a.common.check()?;
+                reference_config(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::Echo(a) => {
+                cli::echo::check(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::Pcie(a) => {
+                cli::pcie::check(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::Cache(a) => {
+                cli::cache::check(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::Latency(a) => {
+                cli::latency::check(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::Apps(a) => {
+                cli::apps::check(a)?;
+                cli::check_out(&a.out)
+            }
+            Command::All(a) => cli::all::check(a),
+            Command::CacheWorker(_) => Ok(()),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli: Cli = nic_emu::args::parse_or_exit("bench");
+    // Wrong arguments are a usage error, as clap's own are: one line and
+    // status 2, before anything runs.
+    if let Err(e) = cli.command.check() {
+        eprintln!("bench: {e}");
+        return ExitCode::from(2);
+    }
     nic_emu::cleanup::remove_devices_on_signal();
     let outcome = match cli.command {
         Command::Probe(args) => cmd_probe(&args),
@@ -222,9 +274,8 @@ struct ReferenceSummary {
 /// core, so only every few seconds.
 const REFERENCE_TICK: Duration = Duration::from_secs(5);
 
-fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
-    cli::check_out(&args.out)?;
-    let placement = args.common.placement()?;
+/// The reference ring's configuration and frames, checked.
+fn reference_config(args: &ReferenceArgs) -> Result<(RefConfig, refring::Templates), String> {
     // At most MAX_RING_KIB (the parser's bound): no overflow.
     let ring_bytes = args.ring_kib * 1024;
     let config = RefConfig {
@@ -234,6 +285,12 @@ fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
     };
     let templates = refring::udp_templates(args.size as usize, args.flows);
     config.check(&templates).map_err(|e| e.to_string())?;
+    Ok((config, templates))
+}
+
+fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
+    let placement = args.common.placement()?;
+    let (config, templates) = reference_config(args)?;
 
     // Progress in milliseconds of warm-up and measured run (up to 11
     // minutes), on stderr unless --json.

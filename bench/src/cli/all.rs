@@ -1,13 +1,13 @@
 //! `bench all`: every experiment, quickly, into one results directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser};
+use clap::Args;
 use serde::Serialize;
 
 use bench::results::ResultsDir;
 
-use super::{cache, echo, latency, pcie};
+use super::{cache, echo, latency, parse_words, pcie};
 use crate::{print_json, Common};
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -27,20 +27,8 @@ pub(crate) struct AllArgs {
     pub(crate) out: Option<PathBuf>,
 }
 
-/// Parses an experiment's arguments from words, with its own defaults.
-fn parse<T: Args>(words: &[String]) -> Result<T, String> {
-    #[derive(Parser)]
-    struct Wrap<T: Args> {
-        #[command(flatten)]
-        inner: T,
-    }
-    Wrap::<T>::try_parse_from(std::iter::once("bench".to_string()).chain(words.iter().cloned()))
-        .map(|w| w.inner)
-        .map_err(|e| e.to_string())
-}
-
 /// The argument words of one experiment.
-fn words(common: &Common, out: &std::path::Path, name: &str, extra: &[&str]) -> Vec<String> {
+fn words(common: &Common, out: &Path, name: &str, extra: &[&str]) -> Vec<String> {
     let mut w: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     if let Some(c) = &common.cores {
         w.push("--cores".into());
@@ -96,8 +84,52 @@ struct AllJson {
     results: String,
 }
 
-pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
+/// The experiments' arguments.
+struct Runs {
+    echo: echo::EchoArgs,
+    echo_rx: echo::EchoArgs,
+    pcie: pcie::PcieArgs,
+    cache: cache::CacheArgs,
+    latency: latency::LatencyArgs,
+}
+
+/// The experiments' arguments, writing under `root`.
+fn runs(args: &AllArgs, root: &Path) -> Result<Runs, String> {
+    let quick = |q: &'static [&'static str]| if args.full { &[][..] } else { q };
+    let c = &args.common;
+    let mut pcie = words(c, root, "pcie", &[]);
+    // pcie has no --cores (it is single-threaded).
+    if let Some(i) = pcie.iter().position(|x| x == "--cores") {
+        pcie.drain(i..i + 2);
+    }
+    Ok(Runs {
+        echo: parse_words(&words(c, root, "echo", &with(ECHO_ARGS, quick(QUICK_ECHO))))?,
+        echo_rx: parse_words(&words(c, root, "echo-rx", &with(RX_ARGS, quick(QUICK_RX))))?,
+        pcie: parse_words(&pcie)?,
+        cache: parse_words(&words(c, root, "cache", &[]))?,
+        latency: parse_words(&words(c, root, "latency", quick(QUICK_LATENCY)))?,
+    })
+}
+
+/// Checks, before anything runs, every value the experiments will check:
+/// otherwise a value only one of them refuses would fail it after the
+/// others ran and wrote their results.
+pub(crate) fn check(args: &AllArgs) -> Result<(), String> {
+    args.common.check()?;
     super::check_out(&args.out)?;
+    // Where the results go is checked above; the experiments' values do
+    // not depend on it.
+    let root = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    let r = runs(args, &root)?;
+    let named = |name: &str, c: Result<(), String>| c.map_err(|e| format!("{name}: {e}"));
+    named("echo", echo::check(&r.echo))?;
+    named("echo-rx", echo::check(&r.echo_rx))?;
+    named("pcie", pcie::check(&r.pcie))?;
+    named("cache", cache::check(&r.cache))?;
+    named("latency", latency::check(&r.latency))
+}
+
+pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     let dir = match &args.out {
         Some(p) => ResultsDir::at("all", p.clone()),
         None => ResultsDir::create("all", None),
@@ -105,7 +137,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     dir.write_config(args).map_err(|e| e.to_string())?;
     let root = dir.path().to_path_buf();
-    let quick = |q: &'static [&'static str]| if args.full { &[][..] } else { q };
+    let runs = runs(args, &root)?;
     let json = args.common.json;
     let mut out = AllJson {
         results: root.display().to_string(),
@@ -138,75 +170,59 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
         }
     };
 
-    let a: echo::EchoArgs = parse(&words(
-        &args.common,
-        &root,
-        "echo",
-        &with(ECHO_ARGS, quick(QUICK_ECHO)),
-    ))?;
-    let r = echo::measure(&a).and_then(|o| {
+    let a = &runs.echo;
+    let r = echo::measure(a).and_then(|o| {
         if !json {
-            echo::print(&a, &o);
+            echo::print(a, &o);
         }
         out.echo = Some(o.json());
         let d = ResultsDir::at("echo", root.join("echo")).map_err(|e| e.to_string())?;
-        echo::save(&d, &a, &o).map_err(|e| e.to_string())
+        echo::save(&d, a, &o).map_err(|e| e.to_string())
     });
     note("echo", r, &mut out);
 
-    let a: echo::EchoArgs = parse(&words(
-        &args.common,
-        &root,
-        "echo-rx",
-        &with(RX_ARGS, quick(QUICK_RX)),
-    ))?;
-    let r = echo::measure(&a).and_then(|o| {
+    let a = &runs.echo_rx;
+    let r = echo::measure(a).and_then(|o| {
         if !json {
-            echo::print(&a, &o);
+            echo::print(a, &o);
         }
         out.echo_rx = Some(o.json());
         let d = ResultsDir::at("echo", root.join("echo-rx")).map_err(|e| e.to_string())?;
-        echo::save(&d, &a, &o).map_err(|e| e.to_string())
+        echo::save(&d, a, &o).map_err(|e| e.to_string())
     });
     note("echo-rx", r, &mut out);
 
-    let mut w = words(&args.common, &root, "pcie", &[]);
-    // pcie has no --cores (it is single-threaded).
-    if let Some(i) = w.iter().position(|x| x == "--cores") {
-        w.drain(i..i + 2);
-    }
-    let a: pcie::PcieArgs = parse(&w)?;
+    let a = &runs.pcie;
     let mut progress = bench::progress::Progress::hidden();
-    let r = pcie::measure_all(&a, &mut progress).and_then(|res| {
+    let r = pcie::measure_all(a, &mut progress).and_then(|res| {
         if !json {
             pcie::print(&res);
         }
         out.pcie = serde_json::to_value(&res).ok();
         let d = ResultsDir::at("pcie", root.join("pcie")).map_err(|e| e.to_string())?;
-        pcie::save(&d, &a, &res).map_err(|e| e.to_string())
+        pcie::save(&d, a, &res).map_err(|e| e.to_string())
     });
     note("pcie", r, &mut out);
 
-    let a: cache::CacheArgs = parse(&words(&args.common, &root, "cache", &[]))?;
-    let r = cache::measure(&a, &mut bench::progress::Progress::hidden()).and_then(|rep| {
+    let a = &runs.cache;
+    let r = cache::measure(a, &mut bench::progress::Progress::hidden()).and_then(|rep| {
         if !json {
             cache::print(&rep);
         }
         out.cache = serde_json::to_value(&rep).ok();
         let d = ResultsDir::at("cache", root.join("cache")).map_err(|e| e.to_string())?;
-        cache::save(&d, &a, &rep).map_err(|e| e.to_string())
+        cache::save(&d, a, &rep).map_err(|e| e.to_string())
     });
     note("cache", r, &mut out);
 
-    let a: latency::LatencyArgs =
-        parse(&words(&args.common, &root, "latency", quick(QUICK_LATENCY)))?;
-    let r = latency::measure(&a).and_then(|o| {
+    let a = &runs.latency;
+    let r = latency::measure(a).and_then(|o| {
         if !json {
             latency::print(&o);
         }
         out.latency = serde_json::to_value(&o.results).ok();
         let d = ResultsDir::at("latency", root.join("latency")).map_err(|e| e.to_string())?;
-        latency::save(&d, &a, &o).map_err(|e| e.to_string())
+        latency::save(&d, a, &o).map_err(|e| e.to_string())
     });
     note("latency", r, &mut out);
 
@@ -230,6 +246,10 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse<T: Args>(words: &[String]) -> Result<T, String> {
+        parse_words(words)
+    }
 
     #[test]
     fn experiment_arguments_parse_with_their_defaults() {
@@ -259,6 +279,28 @@ mod tests {
             parse::<pcie::PcieArgs>(&words(&common, root, "pcie", &[])).is_err(),
             "pcie takes no --cores: the caller removes it"
         );
+    }
+
+    fn all_args(w: &[&str]) -> AllArgs {
+        let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+        parse_words::<AllArgs>(&words).unwrap()
+    }
+
+    #[test]
+    fn every_experiment_checks_its_settings_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("all");
+        let o = out.to_str().unwrap();
+        // The quick and the full settings pass every experiment's checks.
+        assert_eq!(check(&all_args(&["--out", o])), Ok(()));
+        assert_eq!(check(&all_args(&["--out", o, "--full"])), Ok(()));
+        // A value one experiment would refuse is refused before any runs.
+        assert_eq!(
+            check(&all_args(&["--cores", "0,0", "--out", o])),
+            Err("--cores 0,0: both sides on core 0: give two distinct cores".into())
+        );
+        assert!(check(&all_args(&["--cores", "0,x", "--out", o])).is_err());
+        assert!(!out.exists(), "checking writes nothing");
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub(crate) struct AppsArgs {
     save: bool,
     /// Write the results directory here.
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// One interface's figures for one application (medians over trials).
@@ -330,22 +330,42 @@ fn side(rs: &[TrialResult]) -> Side2 {
     }
 }
 
-pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
-    let apps = a
-        .apps
-        .iter()
-        .map(|s| parse_app(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let placement = a.common.placement()?;
-    super::check_out(&a.out)?;
-    let dir = super::results_dir("apps", a.save, &a.out)?;
-    // One run per application, per pattern set for the log monitor and per
-    // batch size for KV.
+/// The name of an application on the command line and in results.
+fn app_name(app: AppKind) -> &'static str {
+    match app {
+        AppKind::Logmon => "log_monitor",
+        other => other.name(),
+    }
+}
+
+impl AppsArgs {
+    /// The applications chosen.
+    fn app_kinds(&self) -> Result<Vec<AppKind>, String> {
+        self.apps.iter().map(|s| parse_app(s)).collect()
+    }
+}
+
+/// Checks every value before anything runs.
+pub(crate) fn check(a: &AppsArgs) -> Result<(), String> {
+    a.common.check()?;
+    a.app_kinds()?;
     for &share in &a.log_event_shares {
         if !(0.0..=1.0).contains(&share) {
             return Err(format!("--log-event-shares: {share} is outside 0..=1"));
         }
     }
+    for set in &a.log_patterns {
+        services_of(set.trim())?;
+    }
+    Ok(())
+}
+
+pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
+    let apps = a.app_kinds()?;
+    let placement = a.common.placement()?;
+    let dir = super::results_dir("apps", a.save, &a.out)?;
+    // One run per application, per pattern set for the log monitor and per
+    // batch size for KV.
     // (application, log monitor's pattern set and event share, KV batch)
     type Run = (AppKind, Option<(String, f64)>, Option<usize>);
     let mut runs: Vec<Run> = Vec::new();
@@ -437,10 +457,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         let enso = side(&e);
         let packetized = side(&p);
         outs.push(AppOut {
-            app: match app {
-                AppKind::Logmon => "log_monitor",
-                other => other.name(),
-            },
+            app: app_name(app),
             patterns,
             log_event_share,
             kv_batch,

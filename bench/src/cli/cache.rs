@@ -133,6 +133,20 @@ fn check_size(args: &CacheArgs) -> Result<(), String> {
     bench::frames::check_wire_size(args.size).map_err(|e| format!("--size: {e}"))
 }
 
+/// Checks every value before anything runs.
+pub(crate) fn check(args: &CacheArgs) -> Result<(), String> {
+    check_size(args)?;
+    args.common.check()?;
+    if args.source != Source::Cachegrind {
+        super::check_trials_fit(
+            args.trial_ms,
+            args.duration_ms,
+            args.interface.interfaces().len() as u64,
+        )?;
+    }
+    Ok(())
+}
+
 pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<CacheReport, String> {
     check_size(args)?;
     let interfaces = args.interface.interfaces();
@@ -315,8 +329,6 @@ pub(crate) fn print(r: &CacheReport) {
 }
 
 pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
-    check_size(args)?;
-    super::check_out(&args.out)?;
     let steps = 2 * args.interface.interfaces().len() as u64;
     let mut progress = Progress::new("cache", steps, args.common.json);
     let r = measure(args, &mut progress)?;

@@ -238,8 +238,8 @@ impl Outcome {
     }
 }
 
-pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
-    let placement = args.common.placement()?;
+/// The sizes and one plan per size, every value checked.
+fn plans(args: &EchoArgs) -> Result<(Vec<usize>, Vec<EchoPlan>), String> {
     let sizes = match &args.sizes {
         Some(s) => super::parse_sizes(s)?,
         None => super::parse_sizes(&args.size.to_string())?,
@@ -271,6 +271,19 @@ pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
     for p in &plans {
         p.rig.check()?;
     }
+    Ok((sizes, plans))
+}
+
+/// Checks every value before anything runs.
+pub(crate) fn check(args: &EchoArgs) -> Result<(), String> {
+    args.common.check()?;
+    plans(args).map(|_| ())
+}
+
+pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
+    let placement = args.common.placement()?;
+    let (sizes, plans) = plans(args)?;
+    let interfaces = args.interface.interfaces();
     let json = args.common.json;
     if !json {
         eprintln!(
@@ -327,7 +340,6 @@ pub(crate) fn print(args: &EchoArgs, o: &Outcome) {
 }
 
 pub(crate) fn run(args: &EchoArgs) -> Result<(), String> {
-    super::check_out(&args.out)?;
     let o = measure(args)?;
     if args.common.json {
         o.print_json()?;
@@ -503,4 +515,26 @@ pub(crate) fn save(
         dir.bar_chart("rate.svg", &chart)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_words(w: &[&str]) -> Result<(), String> {
+        let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+        check(&super::super::parse_words::<EchoArgs>(&words)?)
+    }
+
+    #[test]
+    fn values_are_checked_before_anything_runs() {
+        assert_eq!(
+            check_words(&["--cores", "0,0"]),
+            Err("--cores 0,0: both sides on core 0: give two distinct cores".into())
+        );
+        assert!(check_words(&["--sizes", "64,60"]).is_err());
+        assert!(check_words(&["--trial-ms", "5000"])
+            .unwrap_err()
+            .starts_with("--trial-ms 5000 does not fit"));
+    }
 }

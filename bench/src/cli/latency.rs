@@ -85,6 +85,12 @@ pub(crate) fn plan(args: &LatencyArgs) -> Result<LatencyPlan, String> {
     Ok(plan)
 }
 
+/// Checks every value before anything runs.
+pub(crate) fn check(args: &LatencyArgs) -> Result<(), String> {
+    args.common.check()?;
+    plan(args).map(|_| ())
+}
+
 /// Where the threads ran and where the load came from, in words.
 pub(crate) fn placement_text(p: &Placement) -> String {
     let c = |s: Side| p.core(s).map_or_else(|| "-".to_string(), |c| c.to_string());
@@ -254,7 +260,6 @@ pub(crate) fn print(o: &Outcome) {
 }
 
 pub(crate) fn run(args: &LatencyArgs) -> Result<(), String> {
-    super::check_out(&args.out)?;
     let o = measure(args)?;
     if args.common.json {
         print_json(&o.results)?;

@@ -12,6 +12,22 @@ pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 
+/// Parses an experiment's arguments from words (no program name), with its
+/// own defaults.
+pub(crate) fn parse_words<T: clap::Args>(words: &[String]) -> Result<T, String> {
+    use clap::{CommandFactory, FromArgMatches, Parser};
+    #[derive(Parser)]
+    struct Wrap<T: clap::Args> {
+        #[command(flatten)]
+        inner: T,
+    }
+    let m = Wrap::<T>::command()
+        .try_get_matches_from(std::iter::once("bench".to_string()).chain(words.iter().cloned()))
+        .map_err(|e| nic_emu::args::usage_line(&e))?;
+    let w = Wrap::<T>::from_arg_matches(&m).map_err(|e| nic_emu::args::usage_line(&e))?;
+    Ok(w.inner)
+}
+
 /// Where a run's results go: nowhere, a fresh `results/<experiment>-<time>/`
 /// (`--save`), or a given directory (`--out`).
 pub(crate) fn results_dir(

@@ -170,9 +170,13 @@ pub(crate) fn print(results: &[PcieResult]) {
     println!("drops: {drops}; contended: not applicable (single-threaded, deterministic)");
 }
 
+/// Checks every value before anything runs.
+pub(crate) fn check(args: &PcieArgs) -> Result<(), String> {
+    super::parse_sizes(&args.sizes).map(|_| ())
+}
+
 pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
     let sizes = super::parse_sizes(&args.sizes)?;
-    super::check_out(&args.out)?;
     let n = sizes.len() * args.interface.interfaces().len();
     let mut progress = Progress::new("pcie", n as u64, args.json);
     let results = measure_all(args, &mut progress)?;
