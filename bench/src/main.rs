@@ -153,9 +153,10 @@ fn ring_kib(s: &str) -> Result<usize, String> {
 }
 
 impl Command {
-    /// Checks the arguments before anything runs: every value the run
-    /// would check.
-    fn check(&self) -> Result<(), String> {
+    /// Checks the arguments before anything runs (`given`: the options
+    /// given on the command line): every value the run would check, and
+    /// options given where they have no effect.
+    fn check(&self, given: &cli::Given) -> Result<(), String> {
         match self {
             Command::Probe(a) => a.common.check(),
             Command::Reference(a) => {
@@ -164,7 +165,7 @@ impl Command {
                 cli::check_out(&a.out)
             }
             Command::Echo(a) => {
-                cli::echo::check(a)?;
+                cli::echo::check(a, given)?;
                 cli::check_out(&a.out)
             }
             Command::Pcie(a) => {
@@ -190,10 +191,13 @@ impl Command {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = nic_emu::args::parse_or_exit("bench");
+    let (cli, matches): (Cli, _) = nic_emu::args::parse_matches_or_exit("bench");
+    let given = matches
+        .subcommand()
+        .map_or_else(Default::default, |(_, m)| cli::Given::of(m));
     // Wrong arguments are a usage error, as clap's own are: one line and
     // status 2, before anything runs.
-    if let Err(e) = cli.command.check() {
+    if let Err(e) = cli.command.check(&given) {
         eprintln!("bench: {e}");
         return ExitCode::from(2);
     }

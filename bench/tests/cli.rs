@@ -17,6 +17,22 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
             &["echo", "--cores", "0,0"],
             "--cores 0,0: both sides on core 0: give two distinct cores",
         ),
+        (
+            &[
+                "echo",
+                "--interface",
+                "packetized",
+                "--no-reference",
+                "--evict-ahead-always",
+            ],
+            "--evict-ahead-always applies only to the enso interface's pipes, and \
+             --interface selects packetized",
+        ),
+        (
+            &["echo", "--ref-batch", "4", "--no-reference"],
+            "--ref-batch sets the reference ring's batch, and --no-reference leaves the \
+             reference ring out",
+        ),
     ];
     for &(args, line) in cases {
         let r = Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use bench::results::ResultsDir;
 
-use super::{cache, echo, latency, parse_words, pcie};
+use super::{cache, echo, latency, parse_words, pcie, Given};
 use crate::{print_json, Common};
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -84,13 +84,13 @@ struct AllJson {
     results: String,
 }
 
-/// The experiments' arguments.
+/// The experiments' arguments, each with the options its words give.
 struct Runs {
-    echo: echo::EchoArgs,
-    echo_rx: echo::EchoArgs,
-    pcie: pcie::PcieArgs,
-    cache: cache::CacheArgs,
-    latency: latency::LatencyArgs,
+    echo: (echo::EchoArgs, Given),
+    echo_rx: (echo::EchoArgs, Given),
+    pcie: (pcie::PcieArgs, Given),
+    cache: (cache::CacheArgs, Given),
+    latency: (latency::LatencyArgs, Given),
 }
 
 /// The experiments' arguments, writing under `root`.
@@ -122,11 +122,11 @@ pub(crate) fn check(args: &AllArgs) -> Result<(), String> {
     let root = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let r = runs(args, &root)?;
     let named = |name: &str, c: Result<(), String>| c.map_err(|e| format!("{name}: {e}"));
-    named("echo", echo::check(&r.echo))?;
-    named("echo-rx", echo::check(&r.echo_rx))?;
-    named("pcie", pcie::check(&r.pcie))?;
-    named("cache", cache::check(&r.cache))?;
-    named("latency", latency::check(&r.latency))
+    named("echo", echo::check(&r.echo.0, &r.echo.1))?;
+    named("echo-rx", echo::check(&r.echo_rx.0, &r.echo_rx.1))?;
+    named("pcie", pcie::check(&r.pcie.0))?;
+    named("cache", cache::check(&r.cache.0))?;
+    named("latency", latency::check(&r.latency.0))
 }
 
 pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
@@ -170,7 +170,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
         }
     };
 
-    let a = &runs.echo;
+    let a = &runs.echo.0;
     let r = echo::measure(a).and_then(|o| {
         if !json {
             echo::print(a, &o);
@@ -181,7 +181,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("echo", r, &mut out);
 
-    let a = &runs.echo_rx;
+    let a = &runs.echo_rx.0;
     let r = echo::measure(a).and_then(|o| {
         if !json {
             echo::print(a, &o);
@@ -192,7 +192,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("echo-rx", r, &mut out);
 
-    let a = &runs.pcie;
+    let a = &runs.pcie.0;
     let mut progress = bench::progress::Progress::hidden();
     let r = pcie::measure_all(a, &mut progress).and_then(|res| {
         if !json {
@@ -204,7 +204,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("pcie", r, &mut out);
 
-    let a = &runs.cache;
+    let a = &runs.cache.0;
     let r = cache::measure(a, &mut bench::progress::Progress::hidden()).and_then(|rep| {
         if !json {
             cache::print(&rep);
@@ -215,7 +215,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("cache", r, &mut out);
 
-    let a = &runs.latency;
+    let a = &runs.latency.0;
     let r = latency::measure(a).and_then(|o| {
         if !json {
             latency::print(&o);
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn parse<T: Args>(words: &[String]) -> Result<T, String> {
-        parse_words(words)
+        parse_words(words).map(|(a, _)| a)
     }
 
     #[test]
@@ -283,7 +283,7 @@ mod tests {
 
     fn all_args(w: &[&str]) -> AllArgs {
         let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
-        parse_words::<AllArgs>(&words).unwrap()
+        parse_words::<AllArgs>(&words).unwrap().0
     }
 
     #[test]
@@ -301,6 +301,19 @@ mod tests {
         );
         assert!(check(&all_args(&["--cores", "0,x", "--out", o])).is_err());
         assert!(!out.exists(), "checking writes nothing");
+    }
+
+    #[test]
+    fn the_experiments_get_their_own_given_options() {
+        let a = all_args(&["--cores", "0,1"]);
+        let r = runs(&a, Path::new("/tmp/x")).unwrap();
+        assert!(r.echo.1.has("cores") && r.echo.1.has("sizes"));
+        assert!(r.echo_rx.1.has("mode") && !r.echo_rx.1.has("window"));
+        assert!(!r.pcie.1.has("json") && r.pcie.1.has("out"));
+        assert!(r.cache.1.has("cores") && !r.cache.1.has("source"));
+        assert_eq!(r.latency.0.attempts, 1);
+        let full = runs(&all_args(&["--full"]), Path::new("/tmp/x")).unwrap();
+        assert!(!full.echo.1.has("sizes") && !full.latency.1.has("attempts"));
     }
 
     #[test]

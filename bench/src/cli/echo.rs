@@ -15,6 +15,7 @@ use bench::progress::Progress;
 use bench::refring::Mode;
 use bench::results::{ResultsDir, Table};
 
+use super::Given;
 use crate::{print_json, Common};
 
 /// Which interfaces to run.
@@ -274,10 +275,47 @@ fn plans(args: &EchoArgs) -> Result<(Vec<usize>, Vec<EchoPlan>), String> {
     Ok((sizes, plans))
 }
 
-/// Checks every value before anything runs.
-pub(crate) fn check(args: &EchoArgs) -> Result<(), String> {
+/// Options of the emulated NIC's writes into pipes: the packetized
+/// interface has no pipes.
+const PIPE_OPTIONS: [(&str, &str); 3] = [
+    ("evict_ahead_lines", "--evict-ahead-lines"),
+    ("evict_ahead_always", "--evict-ahead-always"),
+    ("pipe_writes", "--pipe-writes"),
+];
+
+/// Checks every value before anything runs, and refuses options given
+/// (`given`) where they have no effect.
+pub(crate) fn check(args: &EchoArgs, given: &Given) -> Result<(), String> {
     args.common.check()?;
-    plans(args).map(|_| ())
+    plans(args)?;
+    if args.no_reference && given.has("ref_batch") {
+        return Err(
+            "--ref-batch sets the reference ring's batch, and --no-reference leaves the \
+             reference ring out"
+                .into(),
+        );
+    }
+    if args.interface == Which::Packetized {
+        if let Some((_, flag)) = PIPE_OPTIONS.iter().find(|(id, _)| given.has(id)) {
+            return Err(format!(
+                "{flag} applies only to the enso interface's pipes, and --interface selects \
+                 packetized"
+            ));
+        }
+    }
+    if args.mode == Mode::Rx && given.has("window") {
+        return Err(
+            "--window applies only to --mode echo: in rx mode nothing comes back, and the \
+             generator sends without a window"
+                .into(),
+        );
+    }
+    super::check_pipe_writes(
+        given,
+        args.evict_ahead_lines,
+        args.evict_ahead_always,
+        args.pipe_writes,
+    )
 }
 
 pub(crate) fn measure(args: &EchoArgs) -> Result<Outcome, String> {
@@ -523,7 +561,70 @@ mod tests {
 
     fn check_words(w: &[&str]) -> Result<(), String> {
         let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
-        check(&super::super::parse_words::<EchoArgs>(&words)?)
+        let (a, given) = super::super::parse_words::<EchoArgs>(&words)?;
+        check(&a, &given)
+    }
+
+    #[test]
+    fn options_with_an_effect_are_accepted() {
+        for ok in [
+            &[][..],
+            &["--interface", "packetized", "--pipes", "4"],
+            &["--interface", "both", "--evict-ahead-always"],
+            &["--interface", "enso", "--pipe-writes", "non-temporal"],
+            &["--evict-ahead-lines", "0"],
+            &["--ref-batch", "4"],
+            &["--no-reference"],
+            &["--mode", "rx"],
+            &["--window", "64"],
+        ] {
+            assert_eq!(check_words(ok), Ok(()), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn options_without_effect_are_refused() {
+        assert_eq!(
+            check_words(&[
+                "--interface",
+                "packetized",
+                "--no-reference",
+                "--evict-ahead-always"
+            ]),
+            Err(
+                "--evict-ahead-always applies only to the enso interface's pipes, and \
+                 --interface selects packetized"
+                    .into()
+            )
+        );
+        for flag in [
+            &["--evict-ahead-lines", "8"][..],
+            &["--pipe-writes", "plain"],
+        ] {
+            let mut w = vec!["--interface", "packetized"];
+            w.extend(flag);
+            let e = check_words(&w).unwrap_err();
+            assert!(e.starts_with(&format!("{} applies only", flag[0])), "{e}");
+        }
+        assert_eq!(
+            check_words(&["--ref-batch", "4", "--no-reference"]),
+            Err(
+                "--ref-batch sets the reference ring's batch, and --no-reference leaves the \
+                 reference ring out"
+                    .into()
+            )
+        );
+        // Given, even at its default value: it still does nothing.
+        assert!(check_words(&["--ref-batch", "32", "--no-reference"]).is_err());
+        assert_eq!(
+            check_words(&["--mode", "rx", "--window", "64"]),
+            Err(
+                "--window applies only to --mode echo: in rx mode nothing comes back, and the \
+                 generator sends without a window"
+                    .into()
+            )
+        );
+        assert!(check_words(&["--evict-ahead-always", "--evict-ahead-lines", "0"]).is_err());
     }
 
     #[test]

@@ -2,8 +2,12 @@
 
 use std::path::PathBuf;
 
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
 use bench::frames;
 use bench::results::ResultsDir;
+use nic_emu::PipeWriteMode;
 
 pub(crate) mod all;
 pub(crate) mod apps;
@@ -12,9 +16,32 @@ pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 
+/// The options given on the command line (clap ids), as opposed to left at
+/// their defaults: an option given where it has no effect is refused, not
+/// silently ignored.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Given(Vec<String>);
+
+impl Given {
+    /// The options given in `m`.
+    pub(crate) fn of(m: &ArgMatches) -> Self {
+        Given(
+            m.ids()
+                .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+                .map(|id| id.to_string())
+                .collect(),
+        )
+    }
+
+    /// Whether the option `id` (its field name) was given.
+    pub(crate) fn has(&self, id: &str) -> bool {
+        self.0.iter().any(|g| g == id)
+    }
+}
+
 /// Parses an experiment's arguments from words (no program name), with its
-/// own defaults.
-pub(crate) fn parse_words<T: clap::Args>(words: &[String]) -> Result<T, String> {
+/// own defaults, and which of its options the words give.
+pub(crate) fn parse_words<T: clap::Args>(words: &[String]) -> Result<(T, Given), String> {
     use clap::{CommandFactory, FromArgMatches, Parser};
     #[derive(Parser)]
     struct Wrap<T: clap::Args> {
@@ -25,7 +52,57 @@ pub(crate) fn parse_words<T: clap::Args>(words: &[String]) -> Result<T, String> 
         .try_get_matches_from(std::iter::once("bench".to_string()).chain(words.iter().cloned()))
         .map_err(|e| nic_emu::args::usage_line(&e))?;
     let w = Wrap::<T>::from_arg_matches(&m).map_err(|e| nic_emu::args::usage_line(&e))?;
-    Ok(w.inner)
+    Ok((w.inner, Given::of(&m)))
+}
+
+/// Refuses the options of the emulated NIC's pipe writes that the others
+/// given make ineffective (see `nic-emu run --help`): `--pipe-writes`
+/// overrides `--evict-ahead-always`; with `--evict-ahead-lines 0` nothing
+/// is evicted, always or not, and the ways that work ahead write plainly;
+/// `--pipe-writes plain` evicts nothing, however many lines.
+pub(crate) fn check_pipe_writes(
+    given: &Given,
+    lines: u32,
+    always: bool,
+    pipe_writes: Option<PipeWriteMode>,
+) -> Result<(), String> {
+    if always {
+        if let Some(m) = pipe_writes {
+            return Err(format!(
+                "--evict-ahead-always has no effect with --pipe-writes {}, which fixes how \
+                 frames are written into pipes",
+                mode_flag(m)
+            ));
+        }
+        if lines == 0 {
+            return Err(
+                "--evict-ahead-always has no effect with --evict-ahead-lines 0, which never \
+                 evicts"
+                    .into(),
+            );
+        }
+    }
+    match pipe_writes {
+        Some(m @ (PipeWriteMode::EvictAhead | PipeWriteMode::PrefetchAhead)) if lines == 0 => {
+            Err(format!(
+                "--pipe-writes {} works --evict-ahead-lines ahead of the tail, and with 0 \
+                 lines it writes plainly: give --pipe-writes plain, or lines ahead",
+                mode_flag(m)
+            ))
+        }
+        Some(PipeWriteMode::Plain) if given.has("evict_ahead_lines") => Err(
+            "--evict-ahead-lines has no effect with --pipe-writes plain, which evicts nothing"
+                .into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A pipe-write mode as `--pipe-writes` takes it.
+fn mode_flag(m: PipeWriteMode) -> String {
+    use clap::ValueEnum;
+    m.to_possible_value()
+        .map_or_else(|| format!("{m:?}"), |v| v.get_name().to_string())
 }
 
 /// Where a run's results go: nowhere, a fresh `results/<experiment>-<time>/`
@@ -235,6 +312,64 @@ mod tests {
         // Nothing was created or left behind.
         assert!(!d.join("new").exists());
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 1, "only the file");
+    }
+
+    #[test]
+    fn pipe_write_options_without_effect_are_refused() {
+        use PipeWriteMode::*;
+        let none = Given::default();
+        let lines = Given(vec!["evict_ahead_lines".into()]);
+        // What has an effect.
+        assert_eq!(check_pipe_writes(&none, 64, false, None), Ok(()));
+        assert_eq!(check_pipe_writes(&none, 64, true, None), Ok(()));
+        assert_eq!(check_pipe_writes(&lines, 0, false, None), Ok(()));
+        assert_eq!(
+            check_pipe_writes(&lines, 8, false, Some(NonTemporal)),
+            Ok(())
+        );
+        assert_eq!(
+            check_pipe_writes(&lines, 0, false, Some(NonTemporal)),
+            Ok(())
+        );
+        assert_eq!(
+            check_pipe_writes(&lines, 8, false, Some(EvictAhead)),
+            Ok(())
+        );
+        assert_eq!(check_pipe_writes(&none, 64, false, Some(Plain)), Ok(()));
+        // What has none.
+        assert_eq!(
+            check_pipe_writes(&none, 64, true, Some(NonTemporal)),
+            Err(
+                "--evict-ahead-always has no effect with --pipe-writes non-temporal, which \
+                 fixes how frames are written into pipes"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check_pipe_writes(&lines, 0, true, None),
+            Err(
+                "--evict-ahead-always has no effect with --evict-ahead-lines 0, which never \
+                 evicts"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check_pipe_writes(&lines, 0, false, Some(PrefetchAhead)),
+            Err(
+                "--pipe-writes prefetch-ahead works --evict-ahead-lines ahead of the tail, \
+                 and with 0 lines it writes plainly: give --pipe-writes plain, or lines ahead"
+                    .into()
+            )
+        );
+        assert!(check_pipe_writes(&lines, 0, false, Some(EvictAhead)).is_err());
+        assert_eq!(
+            check_pipe_writes(&lines, 8, false, Some(Plain)),
+            Err(
+                "--evict-ahead-lines has no effect with --pipe-writes plain, which evicts \
+                 nothing"
+                    .into()
+            )
+        );
     }
 
     #[test]
