@@ -181,7 +181,7 @@ impl Command {
                 cli::check_out(&a.out)
             }
             Command::Apps(a) => {
-                cli::apps::check(a)?;
+                cli::apps::check(a, given)?;
                 cli::check_out(&a.out)
             }
             Command::All(a) => cli::all::check(a),

@@ -33,6 +33,14 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
             "--ref-batch sets the reference ring's batch, and --no-reference leaves the \
              reference ring out",
         ),
+        (
+            &["apps", "--apps", "maglev", "--log-patterns", "sshd"],
+            "--log-patterns applies only to log_monitor, and --apps selects maglev",
+        ),
+        (
+            &["apps", "--apps", "maglev", "--kv-batch", "4"],
+            "--kv-batch applies only to kv, and --apps selects maglev",
+        ),
     ];
     for &(args, line) in cases {
         let r = Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -10,10 +10,13 @@ use bench::plot::BarChart;
 use bench::probe;
 use bench::results::Table;
 use clap::Args;
-use enso_apps::bench_api::{run_trial, AppKind, LoadArgs, TrialOptions, TrialResult};
+use enso_apps::bench_api::{
+    run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
+};
 use enso_apps::nic::Interface;
 use serde::Serialize;
 
+use super::Given;
 use crate::Common;
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -338,6 +341,21 @@ fn app_name(app: AppKind) -> &'static str {
     }
 }
 
+/// Options only some applications use: (id, flag, the applications).
+const APP_OPTIONS: [(&str, &str, &[AppKind]); 5] = [
+    ("log_patterns", "--log-patterns", &[AppKind::Logmon]),
+    ("log_event_shares", "--log-event-shares", &[AppKind::Logmon]),
+    ("log_load", "--log-load", &[AppKind::Logmon]),
+    ("kv_batch", "--kv-batch", &[AppKind::Kv]),
+    ("kv_load", "--kv-load", &[AppKind::Kv]),
+];
+
+/// Options of the load the NIC's built-in generator makes: (id, flag).
+const GENERATOR_OPTIONS: [(&str, &str); 2] = [
+    ("generator_burst", "--generator-burst"),
+    ("line_rate_gbps", "--line-rate-gbps"),
+];
+
 impl AppsArgs {
     /// The applications chosen.
     fn app_kinds(&self) -> Result<Vec<AppKind>, String> {
@@ -345,19 +363,54 @@ impl AppsArgs {
     }
 }
 
-/// Checks every value before anything runs.
-pub(crate) fn check(a: &AppsArgs) -> Result<(), String> {
+/// Checks every value before anything runs, and refuses options given
+/// (`given`) that none of the applications chosen uses.
+pub(crate) fn check(a: &AppsArgs, given: &Given) -> Result<(), String> {
     a.common.check()?;
-    a.app_kinds()?;
+    let apps = a.app_kinds()?;
+    let names: Vec<&str> = apps.iter().map(|&x| app_name(x)).collect();
+    super::check_unique("--apps", &names)?;
     for &share in &a.log_event_shares {
         if !(0.0..=1.0).contains(&share) {
             return Err(format!("--log-event-shares: {share} is outside 0..=1"));
         }
     }
-    for set in &a.log_patterns {
-        services_of(set.trim())?;
+    super::check_unique("--log-event-shares", &a.log_event_shares)?;
+    let sets: Vec<&str> = a.log_patterns.iter().map(|p| p.trim()).collect();
+    for set in &sets {
+        services_of(set)?;
     }
-    Ok(())
+    super::check_unique("--log-patterns", &sets)?;
+    super::check_unique("--kv-batch", &a.kv_batch)?;
+    for (id, flag, users) in APP_OPTIONS {
+        if given.has(id) && !apps.iter().any(|x| users.contains(x)) {
+            let users: Vec<&str> = users.iter().map(|&x| app_name(x)).collect();
+            return Err(format!(
+                "{flag} applies only to {}, and --apps selects {}",
+                users.join(" and "),
+                names.join(", ")
+            ));
+        }
+    }
+    let generated = apps.iter().any(|&x| match x {
+        AppKind::Kv => a.load.kv_load == KvLoad::Generator,
+        AppKind::Logmon => a.load.log_load == LogLoad::Generator,
+        AppKind::Maglev | AppKind::Telemetry => true,
+    });
+    if let Some((_, flag)) = GENERATOR_OPTIONS.iter().find(|(id, _)| given.has(id)) {
+        if !generated {
+            return Err(format!(
+                "{flag} applies only to loads the NIC's generator makes, and every \
+                 application chosen takes its load from a client"
+            ));
+        }
+    }
+    super::check_pipe_writes(
+        given,
+        a.load.evict_ahead_lines,
+        a.load.evict_ahead_always,
+        a.load.pipe_writes,
+    )
 }
 
 pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
@@ -618,5 +671,115 @@ mod tests {
         assert_eq!(percent(0.02), "2%");
         assert_eq!(percent(0.025), "2.5%");
         assert_eq!(percent(1.0), "100%");
+    }
+
+    fn check_words(w: &[&str]) -> Result<(), String> {
+        let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+        let (a, given) = super::super::parse_words::<AppsArgs>(&words)?;
+        check(&a, &given)
+    }
+
+    #[test]
+    fn options_of_the_applications_chosen_are_accepted() {
+        for ok in [
+            &[][..],
+            &["--log-patterns", "sshd", "--kv-batch", "4"],
+            &["--apps", "log_monitor", "--log-patterns", "sshd+nginx,all"],
+            &[
+                "--apps",
+                "logmon",
+                "--log-event-shares",
+                "0.5",
+                "--log-load",
+                "client",
+            ],
+            &["--apps", "kv", "--kv-batch", "8,1", "--kv-load", "client"],
+            &[
+                "--apps",
+                "kv,maglev",
+                "--kv-load",
+                "client",
+                "--generator-burst",
+                "64",
+            ],
+            &["--apps", "maglev", "--line-rate-gbps", "100"],
+        ] {
+            assert_eq!(check_words(ok), Ok(()), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn options_no_application_chosen_uses_are_refused() {
+        assert_eq!(
+            check_words(&["--apps", "maglev", "--log-patterns", "sshd"]),
+            Err("--log-patterns applies only to log_monitor, and --apps selects maglev".into())
+        );
+        assert_eq!(
+            check_words(&["--apps", "maglev,telemetry", "--kv-batch", "4"]),
+            Err("--kv-batch applies only to kv, and --apps selects maglev, telemetry".into())
+        );
+        for flag in [
+            &["--log-event-shares", "0.1"][..],
+            &["--log-load", "client"],
+            &["--kv-load", "client"],
+        ] {
+            let mut w = vec!["--apps", "telemetry"];
+            w.extend(flag);
+            let e = check_words(&w).unwrap_err();
+            assert!(
+                e.starts_with(&format!("{} applies only to", flag[0])),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            check_words(&[
+                "--apps",
+                "kv",
+                "--kv-load",
+                "client",
+                "--generator-burst",
+                "64"
+            ]),
+            Err(
+                "--generator-burst applies only to loads the NIC's generator makes, and every \
+                 application chosen takes its load from a client"
+                    .into()
+            )
+        );
+        assert!(check_words(&[
+            "--apps",
+            "kv,logmon",
+            "--kv-load",
+            "client",
+            "--log-load",
+            "client",
+            "--line-rate-gbps",
+            "10"
+        ])
+        .is_err());
+        assert!(check_words(&["--pipe-writes", "plain", "--evict-ahead-lines", "4"]).is_err());
+    }
+
+    #[test]
+    fn duplicates_and_bad_values_are_refused() {
+        assert_eq!(
+            check_words(&["--apps", "maglev,kv,maglev"]),
+            Err("--apps: maglev is given twice".into())
+        );
+        assert_eq!(
+            check_words(&["--apps", "log_monitor,logmon"]),
+            Err("--apps: log_monitor is given twice".into())
+        );
+        assert!(check_words(&["--log-patterns", "sshd, sshd"]).is_err());
+        assert!(check_words(&["--log-event-shares", "0.3,0.3"]).is_err());
+        assert!(check_words(&["--kv-batch", "4,4"]).is_err());
+        assert_eq!(
+            check_words(&["--log-event-shares", "1.5"]),
+            Err("--log-event-shares: 1.5 is outside 0..=1".into())
+        );
+        assert!(check_words(&["--log-patterns", "ftp"])
+            .unwrap_err()
+            .contains("ftp"));
+        assert!(check_words(&["--apps", "dns"]).is_err());
     }
 }

@@ -105,6 +105,20 @@ fn mode_flag(m: PipeWriteMode) -> String {
         .map_or_else(|| format!("{m:?}"), |v| v.get_name().to_string())
 }
 
+/// Refuses a list (of `flag`) that names one item twice: each would be
+/// measured twice, one row or point after the other.
+pub(crate) fn check_unique<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    items: &[T],
+) -> Result<(), String> {
+    for (i, x) in items.iter().enumerate() {
+        if items[..i].contains(x) {
+            return Err(format!("{flag}: {x} is given twice"));
+        }
+    }
+    Ok(())
+}
+
 /// Where a run's results go: nowhere, a fresh `results/<experiment>-<time>/`
 /// (`--save`), or a given directory (`--out`).
 pub(crate) fn results_dir(
@@ -312,6 +326,20 @@ mod tests {
         // Nothing was created or left behind.
         assert!(!d.join("new").exists());
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 1, "only the file");
+    }
+
+    #[test]
+    fn duplicates_are_refused() {
+        assert_eq!(check_unique("--loads", &[1.0, 50.0, 99.0]), Ok(()));
+        assert_eq!(
+            check_unique("--loads", &[1.0, 50.0, 50.0]),
+            Err("--loads: 50 is given twice".into())
+        );
+        assert_eq!(
+            check_unique("--apps", &["kv", "maglev", "kv"]),
+            Err("--apps: kv is given twice".into())
+        );
+        assert_eq!(check_unique::<u64>("--kv-batch", &[]), Ok(()));
     }
 
     #[test]
