@@ -173,7 +173,7 @@ impl Command {
                 cli::check_out(&a.out)
             }
             Command::Cache(a) => {
-                cli::cache::check(a)?;
+                cli::cache::check(a, given)?;
                 cli::check_out(&a.out)
             }
             Command::Latency(a) => {
@@ -207,7 +207,7 @@ fn main() -> ExitCode {
         Command::Reference(args) => cmd_reference(&args),
         Command::Echo(args) => cli::echo::run(&args),
         Command::Pcie(args) => cli::pcie::run(&args),
-        Command::Cache(args) => cli::cache::run(&args),
+        Command::Cache(args) => cli::cache::run(&args, &given),
         Command::CacheWorker(args) => cli::cache::worker(&args),
         Command::Latency(args) => cli::latency::run(&args),
         Command::Apps(args) => cli::apps::run(&args),

@@ -41,6 +41,10 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
             &["apps", "--apps", "maglev", "--kv-batch", "4"],
             "--kv-batch applies only to kv, and --apps selects maglev",
         ),
+        (
+            &["cache", "--source", "cachegrind", "--cores", "0,0"],
+            "--cores applies only to --source perf, and --source selects cachegrind",
+        ),
     ];
     for &(args, line) in cases {
         let r = Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -125,7 +125,7 @@ pub(crate) fn check(args: &AllArgs) -> Result<(), String> {
     named("echo", echo::check(&r.echo.0, &r.echo.1))?;
     named("echo-rx", echo::check(&r.echo_rx.0, &r.echo_rx.1))?;
     named("pcie", pcie::check(&r.pcie.0))?;
-    named("cache", cache::check(&r.cache.0))?;
+    named("cache", cache::check(&r.cache.0, &r.cache.1))?;
     named("latency", latency::check(&r.latency.0))
 }
 
@@ -204,8 +204,8 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("pcie", r, &mut out);
 
-    let a = &runs.cache.0;
-    let r = cache::measure(a, &mut bench::progress::Progress::hidden()).and_then(|rep| {
+    let (a, given) = &runs.cache;
+    let r = cache::measure(a, given, &mut bench::progress::Progress::hidden()).and_then(|rep| {
         if !json {
             cache::print(&rep);
         }
@@ -321,9 +321,13 @@ mod tests {
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         for size in ["0", "59", "1519", "18446744073709551615"] {
             let c: cache::CacheArgs = parse(&words(&["--size", size])).unwrap();
-            let e = cache::measure(&c, &mut bench::progress::Progress::hidden())
-                .err()
-                .unwrap();
+            let e = cache::measure(
+                &c,
+                &Given::default(),
+                &mut bench::progress::Progress::hidden(),
+            )
+            .err()
+            .unwrap();
             assert_eq!(
                 e,
                 format!("--size: packet size {size} outside 64..=1518 (wire size with FCS)")

@@ -15,6 +15,7 @@ use bench::progress::Progress;
 use bench::results::{ResultsDir, Table};
 
 use super::echo::{text_table, Which};
+use super::Given;
 use crate::{print_json, Common};
 
 /// Where the figures come from.
@@ -53,7 +54,7 @@ pub(crate) struct CacheArgs {
     /// Cachegrind: most frames in flight (the NIC at most this far ahead).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub(crate) window: u64,
-    /// Pipes (Ensō) or queues (packetized).
+    /// Cachegrind: pipes (Ensō) or queues (packetized).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) pipes: u32,
     /// Perf: interleaved run length.
@@ -133,9 +134,44 @@ fn check_size(args: &CacheArgs) -> Result<(), String> {
     bench::frames::check_wire_size(args.size).map_err(|e| format!("--size: {e}"))
 }
 
-/// Checks every value before anything runs.
-pub(crate) fn check(args: &CacheArgs) -> Result<(), String> {
+/// Options only hardware counters use (threaded interleaved runs): (id,
+/// flag).
+const PERF_OPTIONS: [(&str, &str); 3] = [
+    ("cores", "--cores"),
+    ("duration_ms", "--duration-ms"),
+    ("trial_ms", "--trial-ms"),
+];
+/// Options only cachegrind uses (the stepped single-threaded worker).
+const CACHEGRIND_OPTIONS: [(&str, &str); 4] = [
+    ("packets", "--packets"),
+    ("burst", "--burst"),
+    ("window", "--window"),
+    ("pipes", "--pipes"),
+];
+
+/// The flags among `options` that `given` gives.
+fn given_flags(given: &Given, options: &[(&str, &'static str)]) -> Vec<&'static str> {
+    options
+        .iter()
+        .filter(|(id, _)| given.has(id))
+        .map(|&(_, flag)| flag)
+        .collect()
+}
+
+/// Checks every value before anything runs, and refuses the options of
+/// the source not chosen.
+pub(crate) fn check(args: &CacheArgs, given: &Given) -> Result<(), String> {
     check_size(args)?;
+    let (unused, other, chosen) = match args.source {
+        Source::Cachegrind => (PERF_OPTIONS.as_slice(), "perf", "cachegrind"),
+        Source::Perf => (CACHEGRIND_OPTIONS.as_slice(), "cachegrind", "perf"),
+        Source::Auto => (&[][..], "", ""),
+    };
+    if let Some(flag) = given_flags(given, unused).first() {
+        return Err(format!(
+            "{flag} applies only to --source {other}, and --source selects {chosen}"
+        ));
+    }
     args.common.check()?;
     if args.source != Source::Cachegrind {
         super::check_trials_fit(
@@ -147,7 +183,18 @@ pub(crate) fn check(args: &CacheArgs) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<CacheReport, String> {
+/// The note that options `given` for the source `auto` did not pick are
+/// unused.
+fn unused_note(given: &Given, options: &[(&str, &'static str)], source: &str) -> Option<String> {
+    let flags = given_flags(given, options);
+    (!flags.is_empty()).then(|| format!("{} unused: {source} only", flags.join(", ")))
+}
+
+pub(crate) fn measure(
+    args: &CacheArgs,
+    given: &Given,
+    progress: &mut Progress,
+) -> Result<CacheReport, String> {
     check_size(args)?;
     let interfaces = args.interface.interfaces();
     let mut notes = Vec::new();
@@ -158,9 +205,13 @@ pub(crate) fn measure(args: &CacheArgs, progress: &mut Progress) -> Result<Cache
             true
         }
         Source::Auto => match bench::perf::Counters::open() {
-            Ok(_) => true,
+            Ok(_) => {
+                notes.extend(unused_note(given, &CACHEGRIND_OPTIONS, "cachegrind"));
+                true
+            }
             Err(e) => {
                 notes.push(format!("no hardware counters ({e}): using cachegrind"));
+                notes.extend(unused_note(given, &PERF_OPTIONS, "hardware counters"));
                 false
             }
         },
@@ -328,10 +379,10 @@ pub(crate) fn print(r: &CacheReport) {
     }
 }
 
-pub(crate) fn run(args: &CacheArgs) -> Result<(), String> {
+pub(crate) fn run(args: &CacheArgs, given: &Given) -> Result<(), String> {
     let steps = 2 * args.interface.interfaces().len() as u64;
     let mut progress = Progress::new("cache", steps, args.common.json);
-    let r = measure(args, &mut progress)?;
+    let r = measure(args, given, &mut progress)?;
     progress.finish();
     if args.common.json {
         print_json(&r)?;
@@ -401,4 +452,84 @@ pub(crate) fn save(
         ),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_words(w: &[&str]) -> Result<(), String> {
+        let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+        let (a, given) = super::super::parse_words::<CacheArgs>(&words)?;
+        check(&a, &given)
+    }
+
+    #[test]
+    fn options_of_the_source_not_chosen_are_refused() {
+        for ok in [
+            &[][..],
+            &["--cores", "0,1", "--packets", "5000", "--trial-ms", "100"],
+            &[
+                "--source",
+                "cachegrind",
+                "--packets",
+                "5000",
+                "--pipes",
+                "2",
+            ],
+            &[
+                "--source",
+                "perf",
+                "--trial-ms",
+                "100",
+                "--duration-ms",
+                "1000",
+            ],
+        ] {
+            // Cores 0 and 1 may not both be this process's: only the
+            // options' use is checked here.
+            match check_words(ok) {
+                Err(e) if e.starts_with("--cores 0,1: core") => {}
+                r => assert_eq!(r, Ok(()), "{ok:?}"),
+            }
+        }
+        assert_eq!(
+            check_words(&["--source", "cachegrind", "--cores", "0,0"]),
+            Err("--cores applies only to --source perf, and --source selects cachegrind".into())
+        );
+        assert!(check_words(&["--source", "cachegrind", "--trial-ms", "100"]).is_err());
+        assert_eq!(
+            check_words(&["--source", "perf", "--window", "8"]),
+            Err("--window applies only to --source cachegrind, and --source selects perf".into())
+        );
+        assert!(check_words(&["--source", "perf", "--pipes", "1"]).is_err());
+        // Whichever source auto picks, the values are checked.
+        assert_eq!(
+            check_words(&["--cores", "0,0"]),
+            Err("--cores 0,0: both sides on core 0: give two distinct cores".into())
+        );
+        assert!(check_words(&["--trial-ms", "5000"]).is_err());
+        assert!(check_words(&["--size", "60"]).is_err());
+    }
+
+    #[test]
+    fn auto_notes_the_options_of_the_source_it_did_not_pick() {
+        let words: Vec<String> = ["--cores", "0,1", "--trial-ms", "100", "--pipes", "2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (_, given) = super::super::parse_words::<CacheArgs>(&words).unwrap();
+        assert_eq!(
+            unused_note(&given, &PERF_OPTIONS, "hardware counters").as_deref(),
+            Some("--cores, --trial-ms unused: hardware counters only")
+        );
+        assert_eq!(
+            unused_note(&given, &CACHEGRIND_OPTIONS, "cachegrind").as_deref(),
+            Some("--pipes unused: cachegrind only")
+        );
+        assert_eq!(
+            unused_note(&Given::default(), &PERF_OPTIONS, "hardware counters"),
+            None
+        );
+    }
 }
