@@ -45,6 +45,10 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
             &["cache", "--source", "cachegrind", "--cores", "0,0"],
             "--cores applies only to --source perf, and --source selects cachegrind",
         ),
+        (
+            &["latency", "--loads", "50,50"],
+            "--loads: 50 is given twice",
+        ),
     ];
     for &(args, line) in cases {
         let r = Command::new(env!("CARGO_BIN_EXE_bench"))

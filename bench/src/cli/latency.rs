@@ -74,6 +74,7 @@ pub(crate) fn plan(args: &LatencyArgs) -> Result<LatencyPlan, String> {
     if plan.loads_pct.iter().any(|l| !(*l > 0.0 && *l <= 200.0)) {
         return Err("loads are percentages in (0, 200]".into());
     }
+    super::check_unique("--loads", &plan.loads_pct)?;
     if !(args.precision > 0.0 && args.precision < 0.5) {
         return Err("--precision must be in (0, 0.5)".into());
     }
@@ -398,4 +399,30 @@ pub(crate) fn save(
     dir.line_chart("rtt.svg", &chart)?;
     dir.line_chart("p99.svg", &p99)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_words(w: &[&str]) -> Result<(), String> {
+        let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+        let (a, _) = super::super::parse_words::<LatencyArgs>(&words)?;
+        check(&a)
+    }
+
+    #[test]
+    fn load_points_are_given_once() {
+        assert_eq!(check_words(&[]), Ok(()));
+        assert_eq!(check_words(&["--loads", "10,50,90"]), Ok(()));
+        for loads in ["50,50", "10,50,50.0", "50, 10 ,50"] {
+            assert_eq!(
+                check_words(&["--loads", loads]),
+                Err("--loads: 50 is given twice".into()),
+                "{loads}"
+            );
+        }
+        assert!(check_words(&["--loads", "0"]).is_err());
+        assert!(check_words(&["--cores", "0,0"]).is_err());
+    }
 }
