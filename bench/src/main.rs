@@ -1,5 +1,6 @@
-//! `bench`: the experiments. Each subcommand prints its result (one JSON
-//! object with `--json`) and can write a results directory.
+//! `bench`: the experiments. Each subcommand prints its result (as JSON
+//! with `--json`: one object or array, as its `--json` help says) and can
+//! write a results directory.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,7 +68,8 @@ pub(crate) struct Common {
     /// two this process may use).
     #[arg(long, value_name = "A,B")]
     cores: Option<String>,
-    /// Print one JSON object on stdout and nothing on stderr but errors.
+    /// Print the results as JSON on stdout and nothing on stderr but
+    /// errors (each experiment says what it prints).
     #[arg(long)]
     json: bool,
 }
@@ -96,7 +98,12 @@ impl Common {
     }
 }
 
+/// What `--json` prints.
+const PROBE_JSON_HELP: &str = "Print the probe as one JSON object on stdout, and nothing on \
+    stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(PROBE_JSON_HELP)))]
 struct ProbeArgs {
     #[command(flatten)]
     common: Common,
@@ -105,7 +112,12 @@ struct ProbeArgs {
     duration_ms: u64,
 }
 
+/// What `--json` prints.
+const REFERENCE_JSON_HELP: &str = "Print the run's summary as one JSON object on stdout, and \
+    nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(REFERENCE_JSON_HELP)))]
 struct ReferenceArgs {
     #[command(flatten)]
     common: Common,
@@ -505,6 +517,54 @@ impl From<&ReferenceSummary> for CsvRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_json_help_says_what_is_printed() {
+        let cmd = Cli::command();
+        let help = |name: &str| {
+            let sub = cmd.find_subcommand(name).unwrap();
+            let json = sub.get_arguments().find(|a| a.get_id() == "json");
+            json.and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        for (name, says) in [
+            ("probe", "one JSON object"),
+            ("reference", "one JSON object"),
+            (
+                "echo",
+                "one object for one interface at one size, else one array",
+            ),
+            (
+                "pcie",
+                "one JSON array on stdout, one object per interface and size",
+            ),
+            ("cache", "one JSON object"),
+            (
+                "latency",
+                "one JSON array on stdout, one object per strategy",
+            ),
+            ("apps", "one JSON array on stdout, one object per row"),
+            ("all", "one JSON object"),
+        ] {
+            let h = help(name);
+            assert!(h.contains(says), "{name}: {h:?}");
+            assert!(
+                h.ends_with("and nothing on stderr but errors"),
+                "{name}: {h:?}"
+            );
+        }
+        // None is left with the shared text, which says neither.
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let h = help(sub.get_name());
+            assert!(
+                h.contains("object") || h.contains("array"),
+                "{}: {h:?}",
+                sub.get_name()
+            );
+        }
+    }
 
     #[test]
     fn reference_rings_are_bounded_powers_of_two() {

@@ -10,7 +10,12 @@ use bench::results::ResultsDir;
 use super::{cache, echo, latency, parse_words, pcie, Given};
 use crate::{print_json, Common};
 
+/// What `--json` prints.
+const JSON_HELP: &str = "Print one JSON object on stdout, each experiment's JSON under its \
+    name, its errors under `errors`, and nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(JSON_HELP)))]
 pub(crate) struct AllArgs {
     #[command(flatten)]
     pub(crate) common: Common,

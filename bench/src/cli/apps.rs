@@ -19,7 +19,13 @@ use serde::Serialize;
 use super::Given;
 use crate::Common;
 
+/// What `--json` prints.
+const JSON_HELP: &str = "Print the results as one JSON array on stdout, one object per row \
+    (application, and the log monitor's pattern set and event share or KV's batch), and \
+    nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(JSON_HELP)))]
 pub(crate) struct AppsArgs {
     #[command(flatten)]
     pub(crate) common: Common,

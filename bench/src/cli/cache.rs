@@ -30,7 +30,12 @@ pub(crate) enum Source {
     Cachegrind,
 }
 
+/// What `--json` prints.
+const JSON_HELP: &str = "Print the report as one JSON object on stdout, one element per \
+    interface in its `results`, and nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(JSON_HELP)))]
 pub(crate) struct CacheArgs {
     #[command(flatten)]
     pub(crate) common: Common,

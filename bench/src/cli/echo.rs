@@ -37,13 +37,17 @@ impl Which {
     }
 }
 
+/// What `--json` prints.
+const JSON_HELP: &str = "Print the results as JSON on stdout: one object for one interface \
+    at one size, else one array of an object per interface and size (each with `speedup` \
+    when both interfaces run), and nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(JSON_HELP)))]
 pub(crate) struct EchoArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Interface(s) to measure (interleaved with the reference ring). With
-    /// one interface `--json` prints one object; with both, an array of
-    /// two, each carrying `speedup`.
+    /// Interface(s) to measure (interleaved with the reference ring).
     #[arg(long, value_enum, default_value_t = Which::Enso)]
     pub(crate) interface: Which,
     /// echo: the application sends every frame back to the generator; rx:

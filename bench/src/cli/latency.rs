@@ -17,7 +17,12 @@ use bench::results::{ResultsDir, Table};
 use super::echo::text_table;
 use crate::{print_json, Common};
 
+/// What `--json` prints.
+const JSON_HELP: &str = "Print the results as one JSON array on stdout, one object per \
+    strategy, and nothing on stderr but errors";
+
 #[derive(Args, Debug, Clone, Serialize)]
+#[command(mut_arg("json", |a| a.help(JSON_HELP)))]
 pub(crate) struct LatencyArgs {
     #[command(flatten)]
     pub(crate) common: Common,

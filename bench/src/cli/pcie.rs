@@ -17,7 +17,8 @@ use crate::print_json;
 
 #[derive(Args, Debug, Clone, Serialize)]
 pub(crate) struct PcieArgs {
-    /// Print one JSON array on stdout and nothing on stderr but errors.
+    /// Print the results as one JSON array on stdout, one object per
+    /// interface and size, and nothing on stderr but errors.
     #[arg(long)]
     pub(crate) json: bool,
     /// Interface(s) to measure.
