@@ -211,3 +211,37 @@ fn a_paced_generator_sends_at_its_line_rate() {
         );
     }
 }
+
+#[test]
+fn app_trial_json_has_the_trials_and_the_probes_around_them() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_app-trial"))
+        .args([
+            "--app",
+            "telemetry",
+            "--duration-s",
+            "0.05",
+            "--warmup-s",
+            "0",
+        ])
+        .args(["--rounds", "2", "--json"])
+        .output()
+        .expect("run app-trial");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let trials = v["trials"].as_array().expect("trials");
+    // Two rounds of each interface, alternating.
+    let ifaces: Vec<&str> = trials
+        .iter()
+        .map(|t| t["interface"].as_str().unwrap())
+        .collect();
+    assert_eq!(ifaces, ["enso", "packetized", "enso", "packetized"]);
+    for p in ["probe_before", "probe_after"] {
+        let ns = v[p]["probe_rtt_ns"].as_f64().unwrap_or(f64::NAN);
+        assert!(ns > 0.0 && ns.is_finite(), "{p}: {}", v[p]);
+        assert!(v[p]["samples"].as_u64().unwrap_or(0) > 0, "{p}: {}", v[p]);
+    }
+}

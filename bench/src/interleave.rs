@@ -27,21 +27,7 @@ use crate::results::Table;
 use crate::stats;
 
 /// `Duration` as integer nanoseconds in JSON.
-pub mod duration_ns {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Serialises as nanoseconds.
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    }
-
-    /// Deserialises from nanoseconds.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_nanos(u64::deserialize(d)?))
-    }
-}
+pub use nic_emu::host::duration_ns;
 
 /// What one trial of one variant measured.
 ///

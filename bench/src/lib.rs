@@ -70,7 +70,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod cache;
-pub mod contention;
+pub use nic_emu::host::{contention, placement, probe, stats, wait};
 pub mod echo;
 pub mod emu;
 pub mod frames;
@@ -80,12 +80,8 @@ pub mod pcie;
 // perf_event_open needs a system call and ioctls on its descriptors.
 #[allow(unsafe_code)]
 pub mod perf;
-pub mod placement;
 pub mod plot;
-pub mod probe;
 pub mod progress;
 pub mod refring;
 pub mod results;
-pub mod stats;
 pub mod stepped;
-mod wait;

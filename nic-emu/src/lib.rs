@@ -24,6 +24,7 @@ pub mod cores;
 pub mod counters;
 pub mod device;
 pub mod engine;
+pub mod host;
 pub mod layout;
 pub mod port;
 pub mod shm;

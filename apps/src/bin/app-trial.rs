@@ -1,8 +1,10 @@
 //! `app-trial`: short in-process throughput trials of the applications on
 //! both interfaces (the NIC engine on one core, the application on
 //! another), alternating interfaces round by round. Prints rates and the
-//! application's busy time per packet or request; `--json` prints every
-//! trial. The experiments call the same function
+//! application's busy time per packet or request, with the cross-core probe
+//! before and after (where the host put the two cores); `--json` prints one
+//! object: every trial (`trials`) and the two probes (`probe_before`,
+//! `probe_after`). The experiments call the same function
 //! (`enso_apps::bench_api::run_trial`).
 
 use clap::parser::ValueSource;
@@ -13,6 +15,8 @@ use enso_apps::bench_api::{
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
+use nic_emu::host::placement::Placement;
+use nic_emu::host::probe;
 
 #[derive(Parser)]
 #[command(
@@ -211,6 +215,11 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
         client_core: a.client_core,
         ..Default::default()
     });
+    let placement = match (opts.nic_core, opts.app_core) {
+        (Some(x), Some(y)) => Placement::with_cores(x, y).unwrap_or_else(|_| Placement::pick()),
+        _ => Placement::pick(),
+    };
+    let probe_before = probe::measure(&placement, probe::DEFAULT_DURATION);
     let mut all: Vec<TrialResult> = Vec::new();
     for app in &apps {
         for round in 0..a.rounds {
@@ -243,8 +252,14 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
             }
         }
     }
+    let probe_after = probe::measure(&placement, probe::DEFAULT_DURATION);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        let out = serde_json::json!({
+            "trials": all,
+            "probe_before": probe_before,
+            "probe_after": probe_after,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     println!(
@@ -277,6 +292,9 @@ fn run(a: Args, given: &[String]) -> CliResult<()> {
         })
     {
         println!("KV and log monitor behind a client: the client shares the application's core (rates are lower bounds); --client-core moves it.");
+    }
+    for (when, p) in [("before", &probe_before), ("after ", &probe_after)] {
+        println!("{when}: {p} ({})", p.class().name());
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ use clap::{Parser, ValueEnum};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
 use enso_apps::cli;
 use enso_apps::echo::Echo;
+use nic_emu::host::placement::Placement;
+use nic_emu::host::probe;
 use nic_emu::{
     DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, Stats, VerifyLevel,
     WireConfig,
@@ -279,6 +281,13 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     // list that core alone (leaving the NIC engine on the application's
     // core in every later trial).
     let cores = core_affinity::get_core_ids().unwrap_or_default();
+    // Where the host has put the two cores right now moves absolute rates
+    // by up to 4x: a cache-line round trip between them, before and after.
+    let placement = match cores.as_slice() {
+        [x, y, ..] => Placement::with_cores(x.id, y.id).unwrap_or_else(|_| Placement::pick()),
+        _ => Placement::pick(),
+    };
+    let probe_before = probe::measure(&placement, probe::DEFAULT_DURATION);
     let mut trials: Vec<Trial> = Vec::new();
     for r in 0..a.rounds {
         for &i in &ifaces {
@@ -297,6 +306,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             trials.push(t);
         }
     }
+    let probe_after = probe::measure(&placement, probe::DEFAULT_DURATION);
     let med = |i: Interface, f: &dyn Fn(&Trial) -> f64| {
         median(trials.iter().filter(|t| t.interface == i).map(f).collect())
     };
@@ -314,6 +324,8 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             "size": a.size,
             "trials": trials,
             "speedup": speedup,
+            "probe_before": probe_before,
+            "probe_after": probe_after,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
@@ -361,6 +373,13 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("PCIe: Gen3 x16 TLP model of what the NIC's DMA and register traffic would cost on a real link.");
     println!("NIC busy near 100% means the emulated NIC, not the interface, limited the rate.");
+    println!("before: {probe_before} ({})", probe_before.class().name());
+    println!("after:  {probe_after} ({})", probe_after.class().name());
+    println!(
+        "The probe tells where the host put the two cores: sibling hyperthreads of one core (under {:.0} ns), one core complex (close), or different complexes (apart, from {:.0} ns); rates and speedups differ several times over between them.",
+        probe::SIBLINGS_BELOW_NS,
+        probe::APART_FROM_NS
+    );
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bench::placement::Side;
 use bench::plot::BarChart;
-use bench::probe;
+use bench::probe::{self, PlacementClass, APART_FROM_NS, SIBLINGS_BELOW_NS};
 use bench::results::Table;
 use clap::Args;
 use enso_apps::bench_api::{
@@ -134,58 +134,6 @@ struct AppOut {
     /// during the pair left out): the speedup with the vCPUs close and
     /// with them apart can differ several times over.
     by_placement: Vec<PlacementOut>,
-}
-
-/// Where the host had put the two vCPUs, from the cross-core probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum PlacementClass {
-    /// Hyperthreads of one core (probe below [`SIBLINGS_BELOW_NS`]).
-    Siblings,
-    /// Cores of one complex, sharing a last-level cache.
-    Close,
-    /// Cores in different complexes (probe at least [`APART_FROM_NS`]).
-    Apart,
-    /// The probes before and after the pair disagreed: the host moved the
-    /// vCPUs during it.
-    Mixed,
-}
-
-/// Probe round trips below this: sibling hyperthreads (~40 ns here).
-const SIBLINGS_BELOW_NS: f64 = 60.0;
-/// Probe round trips from this on: different core complexes (~350-400 ns
-/// here, against ~80-90 within one).
-const APART_FROM_NS: f64 = 200.0;
-
-impl PlacementClass {
-    fn of(rtt_ns: f64) -> Self {
-        if rtt_ns < SIBLINGS_BELOW_NS {
-            PlacementClass::Siblings
-        } else if rtt_ns < APART_FROM_NS {
-            PlacementClass::Close
-        } else {
-            PlacementClass::Apart
-        }
-    }
-
-    /// The placement of a pair of trials between two probes.
-    fn between(before_ns: f64, after_ns: f64) -> Self {
-        let (a, b) = (Self::of(before_ns), Self::of(after_ns));
-        if a == b {
-            a
-        } else {
-            PlacementClass::Mixed
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            PlacementClass::Siblings => "siblings",
-            PlacementClass::Close => "close",
-            PlacementClass::Apart => "apart",
-            PlacementClass::Mixed => "mixed",
-        }
-    }
 }
 
 /// One round: an Ensō trial then a packetized one.
@@ -637,16 +585,6 @@ mod tests {
             packetized_rate_m: 10.0,
             speedup,
         }
-    }
-
-    #[test]
-    fn probes_classify_placements() {
-        assert_eq!(PlacementClass::of(39.0), PlacementClass::Siblings);
-        assert_eq!(PlacementClass::of(85.0), PlacementClass::Close);
-        assert_eq!(PlacementClass::of(380.0), PlacementClass::Apart);
-        assert_eq!(PlacementClass::between(84.0, 90.0), PlacementClass::Close);
-        assert_eq!(PlacementClass::between(84.0, 380.0), PlacementClass::Mixed);
-        assert_eq!(PlacementClass::between(39.0, 85.0), PlacementClass::Mixed);
     }
 
     #[test]

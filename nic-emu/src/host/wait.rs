@@ -11,14 +11,14 @@ const POLLS_BEFORE_YIELD: u32 = 1 << 12;
 /// Spin-wait state for one waiting episode: a pause per poll, and a yield to
 /// the scheduler every [`POLLS_BEFORE_YIELD`] polls.
 #[derive(Debug, Default)]
-pub(crate) struct Spin {
+pub struct Spin {
     polls: u32,
 }
 
 impl Spin {
     /// One poll of a wait loop.
     #[inline]
-    pub(crate) fn poll(&mut self) {
+    pub fn poll(&mut self) {
         self.polls += 1;
         if self.polls >= POLLS_BEFORE_YIELD {
             self.polls = 0;
@@ -30,7 +30,7 @@ impl Spin {
 
     /// The awaited thing happened: the next wait starts afresh.
     #[inline]
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.polls = 0;
     }
 }

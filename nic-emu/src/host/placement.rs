@@ -73,7 +73,7 @@ impl fmt::Display for PlacementError {
                 write!(
                     f,
                     "core {core} cannot be pinned to (cores are numbered below {})",
-                    enso_apps::cli::CPU_SET_SIZE
+                    crate::cores::CPU_SET_SIZE
                 )
             }
             PlacementError::Unavailable { core, available } => {
@@ -92,7 +92,7 @@ impl fmt::Display for PlacementError {
 impl std::error::Error for PlacementError {}
 
 fn available_cores() -> Vec<usize> {
-    nic_emu::cores::usable_cores()
+    crate::cores::usable_cores()
 }
 
 impl Placement {
@@ -149,7 +149,7 @@ impl Placement {
         for core in [a, b] {
             // Pinning to a core beyond the CPU set panics in libc.
             let listed = available.is_empty() || available.contains(&core);
-            if core >= enso_apps::cli::CPU_SET_SIZE || !listed {
+            if core >= crate::cores::CPU_SET_SIZE || !listed {
                 return Err(PlacementError::Unavailable { core, available });
             }
         }
@@ -200,7 +200,7 @@ impl Placement {
         let Some(id) = self.core(side) else {
             return false;
         };
-        let ok = enso_apps::cli::pin_current(id);
+        let ok = crate::cores::pin_current(id);
         if !ok {
             eprintln!("note: cannot pin side {side} to core {id}: it floats");
         }

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::contention::{self, Preemption, PreemptionCounter};
-use crate::placement::{Placement, Side};
-use crate::stats;
-use crate::wait::Spin;
+use super::contention::{self, Preemption, PreemptionCounter};
+use super::placement::{Placement, Side};
+use super::stats;
+use super::wait::Spin;
 
 /// A probe of 30 ms: enough for about a hundred thousand round trips.
 pub const DEFAULT_DURATION: Duration = Duration::from_millis(30);
@@ -57,7 +57,7 @@ pub struct Probe {
     /// the placement's alone.
     pub preempted: Preemption,
     /// Wall-clock time the probe took.
-    #[serde(rename = "duration_ns", with = "crate::interleave::duration_ns")]
+    #[serde(rename = "duration_ns", with = "super::duration_ns")]
     pub duration: Duration,
 }
 
@@ -99,6 +99,67 @@ impl std::fmt::Display for Probe {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Where the host had put the two vCPUs, from the cross-core probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementClass {
+    /// Hyperthreads of one core (probe below [`SIBLINGS_BELOW_NS`]).
+    Siblings,
+    /// Cores of one complex, sharing a last-level cache.
+    Close,
+    /// Cores in different complexes (probe at least [`APART_FROM_NS`]).
+    Apart,
+    /// The probes before and after the pair disagreed: the host moved the
+    /// vCPUs during it.
+    Mixed,
+}
+
+/// Probe round trips below this: sibling hyperthreads (~40-60 ns on the development machine).
+pub const SIBLINGS_BELOW_NS: f64 = 60.0;
+/// Probe round trips from this on: different core complexes (~350-400 ns
+/// on the development machine, against ~60-90 within one).
+pub const APART_FROM_NS: f64 = 200.0;
+
+impl PlacementClass {
+    /// The placement a probe round trip of `rtt_ns` indicates.
+    pub fn of(rtt_ns: f64) -> Self {
+        if rtt_ns < SIBLINGS_BELOW_NS {
+            PlacementClass::Siblings
+        } else if rtt_ns < APART_FROM_NS {
+            PlacementClass::Close
+        } else {
+            PlacementClass::Apart
+        }
+    }
+
+    /// The placement of a pair of trials between two probes.
+    pub fn between(before_ns: f64, after_ns: f64) -> Self {
+        let (a, b) = (Self::of(before_ns), Self::of(after_ns));
+        if a == b {
+            a
+        } else {
+            PlacementClass::Mixed
+        }
+    }
+
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementClass::Siblings => "siblings",
+            PlacementClass::Close => "close",
+            PlacementClass::Apart => "apart",
+            PlacementClass::Mixed => "mixed",
+        }
+    }
+}
+
+impl Probe {
+    /// The placement this probe's median round trip indicates.
+    pub fn class(&self) -> PlacementClass {
+        PlacementClass::of(self.rtt_ns)
     }
 }
 
@@ -209,5 +270,15 @@ mod tests {
         assert!(p.p10_ns <= p.rtt_ns && p.rtt_ns <= p.p90_ns);
         let json = serde_json::to_value(&p).unwrap();
         assert!(json.get("probe_rtt_ns").is_some());
+    }
+
+    #[test]
+    fn probes_classify_placements() {
+        assert_eq!(PlacementClass::of(39.0), PlacementClass::Siblings);
+        assert_eq!(PlacementClass::of(85.0), PlacementClass::Close);
+        assert_eq!(PlacementClass::of(380.0), PlacementClass::Apart);
+        assert_eq!(PlacementClass::between(84.0, 90.0), PlacementClass::Close);
+        assert_eq!(PlacementClass::between(84.0, 380.0), PlacementClass::Mixed);
+        assert_eq!(PlacementClass::between(39.0, 85.0), PlacementClass::Mixed);
     }
 }
