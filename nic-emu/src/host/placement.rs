@@ -1,6 +1,6 @@
 //! Which cores the two sides of an experiment run on.
 //!
-//! Every throughput experiment here has two busy sides (NIC engine and
+//! Every throughput experiment has two busy sides (NIC engine and
 //! application, or producer and consumer of the reference ring), called side
 //! [`Side::A`] and side [`Side::B`]. A [`Placement`] names one core for each
 //! and pins threads to them. When the machine cannot give two distinct cores

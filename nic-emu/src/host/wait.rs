@@ -6,7 +6,7 @@ use std::thread;
 /// Polls between checks before the waiter gives its core away. On two
 /// dedicated cores a wait never gets near this; on one shared core it lets
 /// the other side run instead of spinning for a whole time slice.
-const POLLS_BEFORE_YIELD: u32 = 1 << 12;
+pub const POLLS_BEFORE_YIELD: u32 = 1 << 12;
 
 /// Spin-wait state for one waiting episode: a pause per poll, and a yield to
 /// the scheduler every [`POLLS_BEFORE_YIELD`] polls.
