@@ -568,8 +568,10 @@ fn stream_driver_paces_its_asks_for_the_tail() {
     // Waits of 1, 2, 4, 8, 16 µs, then 32 µs each.
     let bound = 8 + elapsed / STREAM_ASK_GAP_MAX_NS;
     assert!(asks >= 1, "it asked for the tail");
+    // Bounded by time, not by polls: on a loaded machine a poll can take
+    // longer than the longest wait, and then asking on every poll is right.
     assert!(
-        asks <= bound && asks * 10 < polls,
+        asks <= bound,
         "{asks} asks in {polls} polls over {elapsed} ns (at most {bound})"
     );
     assert_eq!(scanner.stats().lines, 0);
