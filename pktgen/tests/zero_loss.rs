@@ -31,9 +31,15 @@ fn check(z: &SizeResult) {
         z.rate_gbps,
         z.trials
     );
-    // The first trial, at six times the capacity, overflowed it.
-    assert!(!z.trials[0].passed, "{:?}", z.trials[0]);
-    assert!(z.trials[0].outcome.sent > z.trials[0].outcome.received);
+    // The first trial, at six times the capacity, overflowed it, unless a
+    // busy machine kept the generator from offering that rate (which the
+    // trial then says, and which fails it all the same).
+    let first = &z.trials[0];
+    assert!(!first.passed, "{first:?}");
+    assert!(
+        first.outcome.sent > first.outcome.received || first.outcome.underrun,
+        "{first:?}"
+    );
     // The rate reported is one a trial ran at and lost nothing.
     if z.rate_gbps > 0.0 {
         let at_rate: Vec<_> = z
