@@ -185,7 +185,8 @@ pub struct DeviceStats {
     pub tx_notifications: u64,
     pub completions: u64,
     pub mmio_writes: u64,
-    /// Notifications naming a pipe this handle does not own (ignored).
+    /// Notifications naming a pipe this handle does not own, or moving a
+    /// pipe's tail backwards (ignored).
     pub bogus_notifications: u64,
 }
 
@@ -844,7 +845,17 @@ impl Device {
                 self.stats.bogus_notifications += 1;
                 continue;
             };
-            p.tail = tail & p.mask;
+            // The NIC only ever moves a pipe's tail forwards, into the room
+            // software has freed. A tail behind the current one would hand
+            // out again bytes software has already taken or given back
+            // (which `take` turns into a slice): only a faulty or hostile
+            // device sends one.
+            let tail = tail & p.mask;
+            if tail.wrapping_sub(p.freed) & p.mask < p.tail.wrapping_sub(p.freed) & p.mask {
+                self.stats.bogus_notifications += 1;
+                continue;
+            }
+            p.tail = tail;
             self.enqueue_ready(idx);
         }
         if n > 0 {
@@ -959,8 +970,9 @@ impl Device {
         }
         let len = flits as usize * unit;
         // SAFETY: `start, len < pipe size`: inside the doubly mapped pipe. The NIC does not
-        // write between software's head and the notified tail, and the span is handed out
-        // only while `self` is mutably borrowed, so the slice is not aliased.
+        // write between software's head and the notified tail (`poll` refuses a tail that
+        // moves backwards, which would put taken or freed bytes in the span), and the span
+        // is handed out only while `self` is mutably borrowed, so the slice is not aliased.
         let data = unsafe { std::slice::from_raw_parts_mut(p.map.as_ptr().add(start), len) };
         Ok(RxBatch { data })
     }

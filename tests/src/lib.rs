@@ -223,6 +223,14 @@ impl RawApp {
         unsafe { &*(self.region.as_ptr().add(off) as *const nic_emu::layout::TxNotification) }
     }
 
+    /// The RX notification at `off` in the region (64 B aligned): what a
+    /// device writes, for tests that play a faulty one.
+    pub fn rx_notif(&self, off: usize) -> &nic_emu::layout::RxNotification {
+        self.check(off, 64, 64);
+        // SAFETY: as `tx_notif`: checked bounds and alignment, atomic fields.
+        unsafe { &*(self.region.as_ptr().add(off) as *const nic_emu::layout::RxNotification) }
+    }
+
     /// The descriptor at `off` in the region (16 B aligned).
     pub fn desc(&self, off: usize) -> &nic_emu::layout::Descriptor {
         self.check(off, 16, 16);

@@ -299,3 +299,46 @@ fn a_stream_pipe_rewritten_by_writes_applied_before_a_drop_is_decided_afresh() {
         }
     }
 }
+
+#[test]
+fn a_notification_moving_a_tail_backwards_is_ignored_and_counted() {
+    // Ten 64 B frames (one flit each) arrive and are taken; the last ones
+    // are not yet freed.
+    let g = GeneratorConfig {
+        count: Some(10),
+        ..Default::default()
+    };
+    let (cfg, _dir) = generator_device("backwards", g);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
+    let pipe = dev.alloc_rx_pipe(true).unwrap();
+    let mut got = 0;
+    for _ in 0..10_000 {
+        e.step();
+        got += dev.recv(pipe).unwrap().packets().count();
+        if got == 10 {
+            break;
+        }
+        // Free what was taken, so that the NIC notifies the next frames;
+        // the last batch stays taken and not freed.
+        dev.free_all(pipe).unwrap();
+    }
+    assert_eq!(got, 10, "{:?}", e.stats().drops());
+    let before = dev.stats().notifications;
+    assert_eq!(dev.stats().bogus_notifications, 0);
+    // A faulty device then says the pipe ends one flit earlier: behind
+    // what software has already taken.
+    let raw = RawApp::join(dev.info());
+    let (rx_ring, _) = layout::notif_rings(dev.info().notif_ring_entries);
+    let slot = before as usize % dev.info().notif_ring_entries as usize;
+    let n = raw.rx_notif(rx_ring + slot * layout::NOTIF_SLOT);
+    n.pipe_id.store(dev.info().pipe_base, Ordering::Relaxed);
+    n.tail.store(9, Ordering::Relaxed);
+    n.signal.store(layout::signal::DATA, Ordering::Release);
+    // Nothing is handed out again, and the notification is counted.
+    assert_eq!(dev.recv(pipe).unwrap().len(), 0);
+    assert_eq!(dev.stats().bogus_notifications, 1);
+    assert_eq!(dev.stats().notifications, before + 1);
+    // The frames taken are still software's to free.
+    dev.free_all(pipe).unwrap();
+}
