@@ -215,29 +215,152 @@ impl StealCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+
+    /// Field `name` of /proc/thread-self/status.
+    fn status_field(name: &str) -> u64 {
+        let status = fs::read_to_string("/proc/thread-self/status").unwrap();
+        status
+            .lines()
+            .find_map(|l| {
+                let (key, value) = l.split_once(':')?;
+                (key == name).then(|| value.trim().parse().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    }
+
+    /// Field `i` (0: time on the CPU, 1: time waiting for it) of
+    /// /proc/thread-self/schedstat, ns.
+    fn schedstat_field(i: usize) -> u64 {
+        let stat = fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        let fields: Vec<u64> = stat
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        fields[i]
+    }
+
+    /// The machine's steal so far, ms, from the "cpu " line of /proc/stat.
+    fn stat_steal_ms() -> f64 {
+        let stat = fs::read_to_string("/proc/stat").unwrap();
+        let cpu = stat.lines().next().unwrap();
+        let fields: Vec<&str> = cpu.split_whitespace().collect();
+        assert_eq!(fields[0], "cpu", "{cpu}");
+        // user nice system idle iowait irq softirq steal
+        fields[8].parse::<f64>().unwrap() * 1000.0 / USER_HZ
+    }
 
     #[test]
     fn counters_read_proc() {
-        // Linux only: every field exists and the counters never go back.
-        let p = PreemptionCounter::start();
-        let s = StealCounter::start();
-        let (switches, steal, waited) = (
-            involuntary_switches().unwrap(),
-            steal_ms().unwrap(),
-            run_queue_wait_ns().unwrap(),
+        // Linux only. Each reader's value lies between two readings of its
+        // own field taken just before and after it (the counters only
+        // grow). The sleeps make the neighbouring voluntary switch count
+        // grow well past the involuntary one meanwhile, so a reader of the
+        // wrong line falls outside its bracket.
+        let nonvoluntary = || status_field("nonvoluntary_ctxt_switches");
+        for _ in 0..3 {
+            let (before, read, after) = (nonvoluntary(), involuntary_switches(), nonvoluntary());
+            assert!(
+                read.is_some_and(|r| (before..=after).contains(&r)),
+                "{read:?} {after}"
+            );
+            // Each sleep gives the core away (a sleep preempted just before
+            // it gives the core away may not: sleep until 20 did).
+            let voluntary = || status_field("voluntary_ctxt_switches");
+            let (want, deadline) = (voluntary() + 20, Instant::now() + Duration::from_secs(10));
+            while voluntary() < want {
+                assert!(Instant::now() < deadline, "sleeps are voluntary switches");
+                std::thread::sleep(Duration::from_micros(50));
+            }
+
+            let wait = || schedstat_field(1);
+            let (before, read, after) = (wait(), run_queue_wait_ns(), wait());
+            assert!(
+                read.is_some_and(|r| (before..=after).contains(&r)),
+                "{read:?} {after}"
+            );
+
+            let (before, read, after) = (stat_steal_ms(), steal_ms(), stat_steal_ms());
+            assert!(
+                read.is_some_and(|r| before <= r && r <= after),
+                "{read:?} {after}"
+            );
+        }
+        assert!(runnable_threads().unwrap() >= 1, "this thread runs");
+
+        // A span reports what its counters gained over it: no more than
+        // their fields gained over a longer span around it.
+        let (switches, waited, steal) = (nonvoluntary(), schedstat_field(1), stat_steal_ms());
+        let (p, s) = (PreemptionCounter::start(), StealCounter::start());
+        // Started from real readings: one that could not read would report
+        // zero whatever happened.
+        assert!(p.switches.is_some() && p.waited.is_some() && s.start.is_some());
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let (preempted, stolen) = (p.stop(), s.stop());
+        assert!(
+            preempted.switches <= nonvoluntary() - switches,
+            "{preempted:?}"
         );
-        std::thread::yield_now();
-        assert!(runnable_threads().unwrap() >= 1);
-        // Read again: no counter went back. (`StealCounter::stop` clamps at
-        // zero, so it is the raw readings that are compared.)
-        assert!(involuntary_switches().unwrap() >= switches);
-        assert!(steal_ms().unwrap() >= steal);
-        assert!(run_queue_wait_ns().unwrap() >= waited);
-        // The spans read /proc when they start: one that could not would
-        // report zero whatever happened.
-        assert!(s.start.is_some());
-        assert!(p.switches.is_some() && p.waited.is_some());
-        let _ = (s.stop(), p.stop());
+        assert!(
+            preempted.waited_ns <= schedstat_field(1) - waited,
+            "{preempted:?}"
+        );
+        assert!(
+            (0.0..=stat_steal_ms() - steal).contains(&stolen),
+            "{stolen}"
+        );
+    }
+
+    #[test]
+    fn a_thread_sharing_its_core_is_preempted() {
+        // Two busy threads pinned to one core: the scheduler must take the
+        // core from each in turn, so the measured one is preempted and
+        // waits for its core. Run until a span shows both, within a
+        // deadline far beyond any time slice.
+        let core = *crate::cores::usable_cores()
+            .first()
+            .expect("this process's cores can be listed");
+        let stop = AtomicBool::new(false);
+        let (preempted, ran) = std::thread::scope(|s| {
+            let rival = s.spawn(|| {
+                assert!(crate::cores::pin_current(core), "pinned to {core}");
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let measured = s.spawn(|| {
+                let pinned = crate::cores::pin_current(core);
+                let begin = Instant::now();
+                let counter = PreemptionCounter::start();
+                let deadline = begin + Duration::from_secs(20);
+                let mut preempted = counter.stop();
+                while pinned
+                    && (preempted.switches == 0 || preempted.waited_ns == 0)
+                    && Instant::now() < deadline
+                {
+                    for _ in 0..10_000 {
+                        std::hint::spin_loop();
+                    }
+                    preempted = counter.stop();
+                }
+                assert!(pinned, "pinned to {core}");
+                (preempted, begin.elapsed())
+            });
+            let measured = measured.join();
+            stop.store(true, Ordering::Relaxed);
+            rival.join().unwrap();
+            measured.unwrap()
+        });
+        assert!(preempted.switches > 0, "{preempted:?} in {ran:?}");
+        assert!(preempted.waited_ns > 0, "{preempted:?} in {ran:?}");
+        // The wait fell within the span.
+        assert!(
+            preempted.waited_ns <= ran.as_nanos() as u64,
+            "{preempted:?} in {ran:?}"
+        );
     }
 
     #[test]
