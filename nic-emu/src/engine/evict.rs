@@ -741,15 +741,35 @@ mod tests {
 
     #[test]
     fn support_is_detected_without_faulting() {
+        // An instruction the CPU lacks would kill the test (SIGILL), so a
+        // detection that says yes wrongly fails here. Each runs on a line
+        // just written (dirty in this core's cache) through a pointer the
+        // compiler must assume it may write through, and the line is read
+        // back from memory: neither may change what the line holds.
+        #[repr(C, align(64))]
+        struct Line([u8; FLIT]);
+        let pattern: [u8; FLIT] = std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        let mut line = Box::new(Line([0; FLIT]));
+        let p = line.0.as_mut_ptr();
+        let check = |what: &str| {
+            for (i, &want) in pattern.iter().enumerate() {
+                // SAFETY: `i < FLIT`, inside the live line `p` points to.
+                let got = unsafe { std::ptr::read_volatile(p.add(i)) };
+                assert_eq!(got, want, "{what} changed byte {i}");
+            }
+        };
         if supported() {
-            let line = [0u8; 64];
-            evict_line(line.as_ptr());
-            assert_eq!(line, [0u8; 64], "eviction keeps contents");
+            // SAFETY: `p` points to the line's `FLIT` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p, FLIT) };
+            evict_line(p);
+            check("eviction");
         }
         if prefetch_for_write_supported() {
-            let line = [7u8; 64];
-            prefetch_for_write(line.as_ptr());
-            assert_eq!(line, [7u8; 64], "a prefetch keeps contents");
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p, FLIT) };
+            prefetch_for_write(p);
+            check("a prefetch for writing");
         }
+        drop(line);
     }
 }
