@@ -23,7 +23,9 @@ use crate::error::{AllocError, DeviceError, RecvError, SendError};
 pub struct Mbuf {
     idx: u32,
     len: u16,
-    tag: u16,
+    /// The owning handle's tag (its id's low 32 bits, never 0): a buffer
+    /// of another handle is refused rather than posted or pooled here.
+    tag: u32,
 }
 
 impl Mbuf {
@@ -88,7 +90,7 @@ pub(crate) struct PktState {
     pool_len: u32,
     free: Vec<u32>,
     pub(crate) queues: Vec<QueueSw>,
-    tag: u16,
+    tag: u32,
 }
 
 /// DPDK's defaults.
@@ -115,7 +117,7 @@ impl Device {
         self.pkt.pool_off = off;
         self.pkt.pool_len = n;
         self.pkt.free = (0..n).rev().collect();
-        self.pkt.tag = (self.uid() as u16).max(1);
+        self.pkt.tag = (self.uid() as u32).max(1);
         Ok(())
     }
 
@@ -347,13 +349,16 @@ impl Device {
         }
         let base = self.region_ptr();
         let pool_off = self.pkt.pool_off;
-        let tag = self.pkt.tag;
+        let (tag, pool_len) = (self.pkt.tag, self.pkt.pool_len);
         let qs = &mut self.pkt.queues[qi];
         let n = pkts.len().min(qs.tx_free as usize);
         let mut sent = 0;
         for m in pkts.drain(..n) {
-            if m.tag != tag {
+            if m.tag != tag || m.idx >= pool_len {
                 // A buffer of another device: never sent, never pooled here.
+                // (Tags repeat only after 2^32 handles; even then, one whose
+                // index lies past this pool, over the descriptor rings, is
+                // refused.)
                 qs.stats.errors += 1;
                 continue;
             }
@@ -428,7 +433,7 @@ impl Device {
     /// Returns buffers to the pool.
     pub fn free_mbufs(&mut self, ms: impl IntoIterator<Item = Mbuf>) {
         for m in ms {
-            if m.tag == self.pkt.tag {
+            if m.tag == self.pkt.tag && m.idx < self.pkt.pool_len {
                 self.pkt.free.push(m.idx);
             }
         }
