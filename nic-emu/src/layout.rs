@@ -166,12 +166,15 @@ pub struct RxNotification {
     pub signal: AtomicU32,
     pub pipe_id: AtomicU32,
     pub tail: AtomicU32,
-    _reserved: u32,
+    // The unused fields are atomics too: the peer may write any byte of a
+    // slot, and a `&RxNotification` over bytes another process writes is
+    // sound only if every field is.
+    _reserved: AtomicU32,
     /// CLOCK_MONOTONIC ns at which the notification reaches software (0
     /// unless the device emulates interconnect latency; software treats a
     /// notification from the future as not yet arrived).
     pub visible_ns: AtomicU64,
-    _pad: [u64; 5],
+    _pad: [AtomicU64; 5],
 }
 const _: () = assert!(size_of::<RxNotification>() == 64);
 
