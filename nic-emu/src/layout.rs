@@ -2,8 +2,17 @@
 //!
 //! Shared memory holds offsets into an application's DMA region, never
 //! pointers. Each type is `#[repr(C)]` with its size asserted at compile time.
-//! Fields that both sides touch are atomics, so a buggy or hostile peer can
-//! make values wrong but never makes the other side's accesses undefined.
+//! Every field is an atomic, so a buggy or hostile peer writing the shared
+//! bytes can make values wrong but never makes the other side's accesses
+//! undefined.
+//!
+//! One thing a hostile peer can still do: shrink the shared files
+//! (`ftruncate`; they are ordinary files on a tmpfs, which cannot be sealed
+//! against it). The other side's next access to a page past the new end
+//! then faults (SIGBUS) and ends its process. Closing that needs the device
+//! to hand out sealed `memfd` files over the control socket instead of
+//! paths; it does not yet. Applications are the device owner's own
+//! processes (the files are mode 0600), which could end it anyway.
 //!
 //! # The protocol, field by field
 //!
