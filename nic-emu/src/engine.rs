@@ -191,8 +191,9 @@ struct App {
     /// Region spans (start, end) of its enabled RX pipes, sorted by start.
     rx_spans: Vec<(usize, usize)>,
     counters: AppCounters,
-    dma_path: PathBuf,
-    mmio_path: PathBuf,
+    /// The shared files, kept open (and so reachable by their paths) while
+    /// the application is attached.
+    _files: [shm::SealedFile; 2],
 }
 
 impl App {
@@ -493,7 +494,6 @@ pub struct Engine {
     nbuf_used: Vec<bool>,
     desc_used: Vec<bool>,
     next_app_id: u32,
-    dir: PathBuf,
     /// `None` when the engine never evicts ahead (configured so, or the
     /// CPU cannot).
     ahead: Option<Ahead>,
@@ -609,7 +609,6 @@ impl Engine {
             nbuf_used: vec![false; layout::MAX_NBUFS as usize],
             desc_used: vec![false; layout::MAX_DESC_QUEUES as usize],
             next_app_id: 1,
-            dir,
             cfg,
         };
         match (fixed, &engine.ahead) {
@@ -655,15 +654,13 @@ impl Engine {
             first_free_run(&self.desc_used, nq).ok_or(AttachError::NoQueues(req.desc_queues))?;
         let id = self.next_app_id;
         let dma_len = req.dma_bytes.next_multiple_of(layout::PAGE);
-        let dma_path = self.dir.join(format!("app-{id}.dma"));
-        let mmio_path = self.dir.join(format!("app-{id}.mmio"));
-        let _ = std::fs::remove_file(&dma_path);
-        let _ = std::fs::remove_file(&mmio_path);
-        let region = shm::map(&shm::create_file(&dma_path, dma_len)?, dma_len)?;
-        let mmio = shm::map(
-            &shm::create_file(&mmio_path, layout::MMIO_FILE_LEN)?,
-            layout::MMIO_FILE_LEN,
-        )?;
+        let name = &self.cfg.name;
+        let dma_file = shm::SealedFile::create(&format!("enso-{name}-app-{id}.dma"), dma_len)?;
+        let mmio_file =
+            shm::SealedFile::create(&format!("enso-{name}-app-{id}.mmio"), layout::MMIO_FILE_LEN)?;
+        let (dma_path, mmio_path) = (dma_file.path().into(), mmio_file.path().into());
+        let region = shm::map(dma_file.file(), dma_len)?;
+        let mmio = shm::map(mmio_file.file(), layout::MMIO_FILE_LEN)?;
         self.next_app_id += 1;
         self.pipe_used[pipe_base..pipe_base + n].fill(true);
         self.nbuf_used[nbuf] = true;
@@ -689,8 +686,7 @@ impl Engine {
             asm: TxAssembler::new(),
             rx_spans: Vec::new(),
             counters: AppCounters::default(),
-            dma_path: dma_path.clone(),
-            mmio_path: mmio_path.clone(),
+            _files: [dma_file, mmio_file],
         };
         let slot = match self.core.apps.iter().position(Option::is_none) {
             Some(s) => s,
@@ -761,8 +757,6 @@ impl Engine {
         }
         self.pipe_used[range].fill(false);
         self.nbuf_used[app.nbuf_id as usize] = false;
-        let _ = std::fs::remove_file(&app.dma_path);
-        let _ = std::fs::remove_file(&app.mmio_path);
         true
     }
 

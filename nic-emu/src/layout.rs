@@ -6,13 +6,10 @@
 //! bytes can make values wrong but never makes the other side's accesses
 //! undefined.
 //!
-//! One thing a hostile peer can still do: shrink the shared files
-//! (`ftruncate`; they are ordinary files on a tmpfs, which cannot be sealed
-//! against it). The other side's next access to a page past the new end
-//! then faults (SIGBUS) and ends its process. Closing that needs the device
-//! to hand out sealed `memfd` files over the control socket instead of
-//! paths; it does not yet. Applications are the device owner's own
-//! processes (the files are mode 0600), which could end it anyway.
+//! The files themselves are the device's: sealed `memfd` files
+//! ([`crate::shm::SealedFile`]) that an application opens through
+//! `/proc/<device pid>/fd` and can neither shrink nor grow, so no access of
+//! the device's to an application's region can fault.
 //!
 //! # The protocol, field by field
 //!

@@ -23,6 +23,59 @@ pub fn create_file(path: &Path, len: usize) -> io::Result<File> {
     Ok(f)
 }
 
+/// A shared-memory file that no one can shrink or grow: an anonymous
+/// `memfd`, sealed once sized. The engine keeps it open for as long as the
+/// application is attached; other processes of the same user open it by
+/// [`SealedFile::path`].
+///
+/// Sealed, because a file that an application could shrink would make the
+/// engine's next access past the new end fault (SIGBUS) and end the device
+/// process; the files of [`create_file`] on a tmpfs cannot be sealed.
+#[derive(Debug)]
+pub struct SealedFile {
+    file: File,
+    path: std::path::PathBuf,
+}
+
+impl SealedFile {
+    /// Creates one of `len` bytes (sparse), named `name` for diagnostics
+    /// (`/proc/<pid>/fd` shows it), readable and writable by its owner only.
+    pub fn create(name: &str, len: usize) -> io::Result<Self> {
+        let cname = std::ffi::CString::new(name)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a file name"))?;
+        // SAFETY: `cname` is a valid NUL-terminated string that outlives the
+        // call; the flags are memfd_create's own.
+        let fd = unsafe {
+            libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by memfd_create and is owned by
+        // nothing else; `File` takes it over and closes it.
+        let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        file.set_len(len as u64)?;
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on a descriptor `file` owns, with an integer argument.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let path = format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd()).into();
+        Ok(SealedFile { file, path })
+    }
+
+    /// The file, to map.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where another process opens it (while this value lives).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// Opens an existing shared-memory file for reading and writing.
 pub fn open_file(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)

@@ -342,3 +342,47 @@ fn a_notification_moving_a_tail_backwards_is_ignored_and_counted() {
     // The frames taken are still software's to free.
     dev.free_all(pipe).unwrap();
 }
+
+#[test]
+fn an_application_cannot_shrink_or_grow_its_shared_files() {
+    let g = GeneratorConfig {
+        count: Some(1000),
+        ..Default::default()
+    };
+    let (cfg, _dir) = generator_device("shrink", g);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
+    let pipe = dev.alloc_rx_pipe(true).unwrap();
+    let info = dev.info().clone();
+    // Shrunk, the engine's next access past the new end would fault and end
+    // the device; grown, nothing would fault but the size is the device's.
+    for path in [&info.dma_path, &info.mmio_path] {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let len = f.metadata().unwrap().len();
+        for to in [0, len / 2, len + 4096] {
+            let err = f.set_len(to).expect_err("the file is sealed");
+            assert_eq!(
+                err.kind(),
+                std::io::ErrorKind::PermissionDenied,
+                "{path:?} to {to}: {err}"
+            );
+        }
+        assert_eq!(f.metadata().unwrap().len(), len);
+    }
+    // The device runs on.
+    let mut got = 0;
+    for _ in 0..100_000 {
+        e.step();
+        let n = dev.recv(pipe).unwrap().packets().count();
+        got += n;
+        dev.free_all(pipe).unwrap();
+        if got == 1000 {
+            break;
+        }
+    }
+    assert_eq!(got, 1000);
+}
