@@ -173,7 +173,8 @@ pub(super) fn supported() -> bool {
 pub(super) fn evict_line(p: *const u8) {
     // `clflushopt` is available (callers check `supported` once); it neither
     // reads nor changes memory contents, and `p` points into a live mapping
-    // of the region (callers pass a line of a pipe), so it cannot fault.
+    // of the region (callers pass a line of a pipe, or of TX data inside the
+    // application's region), so it cannot fault.
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a supported instruction on a mapped address (above).
     unsafe {
@@ -233,6 +234,10 @@ pub(super) fn store_fence() {
     unsafe {
         std::arch::x86_64::_mm_sfence()
     };
+    // Elsewhere there are no non-temporal stores to order; the fence only
+    // keeps the frames before the tail store, whose own Release (SYNC POINT
+    // C, Acquire partner: the library's load of `signal` in `poll`) then
+    // publishes them.
     #[cfg(not(target_arch = "x86_64"))]
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
 }
