@@ -327,6 +327,52 @@ pub fn serve<D: AppDriver<H>, H>(
     })
 }
 
+/// The Ensō pipes a packet server receives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnsoPipes {
+    /// RX/TX pipes: frames are sent back in place (echo, Maglev).
+    RxTx,
+    /// RX pipes only: the server is a sink (telemetry, the log monitor).
+    Rx,
+}
+
+/// [`serve`] for a packet handler on the interface `s` names: `s.pipes`
+/// fallback pipes (`pipes` says which kind) or RSS queues on
+/// `--port`, attached through `dev`. Returns what the loop did, the
+/// driver's counters and the library's.
+pub fn serve_packets<H: enso::app::PacketHandler>(
+    who: &str,
+    s: &ServeArgs,
+    dev: Device,
+    pipes: EnsoPipes,
+    h: &mut H,
+    extra: impl FnMut(&H) -> String,
+    tick: impl FnMut(&mut H),
+) -> CliResult<(Served, enso::app::DriverStats, enso::DeviceStats)> {
+    let port = s.connect.port;
+    match s.interface {
+        Interface::Enso => {
+            let mut d = enso::EnsoDriver::new(dev);
+            match pipes {
+                EnsoPipes::RxTx => {
+                    d.add_fallback_pipes_on(port, s.pipes)?;
+                }
+                EnsoPipes::Rx => {
+                    crate::nic::add_fallback_rx_pipes(&mut d, port, s.pipes)?;
+                }
+            }
+            let r = serve(who, &s.connect, &mut d, h, extra, tick)?;
+            Ok((r, d.stats.clone(), d.dev.stats().clone()))
+        }
+        Interface::Packetized => {
+            let mut d = enso::PacketizedDriver::new(dev, s.burst());
+            d.add_rss_queues_on(port, s.pipes)?;
+            let r = serve(who, &s.connect, &mut d, h, extra, tick)?;
+            Ok((r, d.stats.clone(), d.dev.stats().clone()))
+        }
+    }
+}
+
 /// Runs `f` and turns an error into one line on stderr and exit status 1.
 pub fn main_with(who: &str, f: impl FnOnce() -> CliResult<()>) -> std::process::ExitCode {
     match f() {

@@ -5,8 +5,7 @@
 //! frame and sends it back in place; the same logic on both interfaces.
 
 use clap::Parser;
-use enso::{EnsoDriver, PacketizedDriver};
-use enso_apps::cli::{self, CliResult, ServeArgs};
+use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs};
 use enso_apps::echo::Echo;
 use enso_apps::nic::Interface;
 
@@ -46,23 +45,10 @@ fn run(a: &Args) -> CliResult<()> {
     let mut opts = s.device_options(0);
     opts.prefetch = a.prefetch;
     let dev = s.connect.open(opts)?;
-    let port = s.connect.port;
     let mut echo = Echo::new();
     let extra = |e: &Echo| format!(", {} echoed, {} other", e.echoed, e.other);
-    let (served, driver, lib) = match s.interface {
-        Interface::Enso => {
-            let mut d = EnsoDriver::new(dev);
-            d.add_fallback_pipes_on(port, s.pipes)?;
-            let r = cli::serve("echo", &s.connect, &mut d, &mut echo, extra, |_| {})?;
-            (r, d.stats.clone(), d.dev.stats().clone())
-        }
-        Interface::Packetized => {
-            let mut d = PacketizedDriver::new(dev, s.burst());
-            d.add_rss_queues_on(port, s.pipes)?;
-            let r = cli::serve("echo", &s.connect, &mut d, &mut echo, extra, |_| {})?;
-            (r, d.stats.clone(), d.dev.stats().clone())
-        }
-    };
+    let (served, driver, lib) =
+        cli::serve_packets("echo", s, dev, EnsoPipes::RxTx, &mut echo, extra, |_| {})?;
     if s.connect.json {
         let out = serde_json::json!({
             "app": "echo",

@@ -10,10 +10,9 @@
 
 use clap::Parser;
 use enso::app::DriverStats;
-use enso::{EnsoDriver, PacketizedDriver};
-use enso_apps::cli::{self, CliResult, ServeArgs, Served};
+use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs, Served};
 use enso_apps::logmon::{builtin_for, LogMonitor, LogPatterns, LogScanner, ScanStats};
-use enso_apps::nic::{add_fallback_rx_pipes, EnsoStreamDriver, Interface};
+use enso_apps::nic::{EnsoStreamDriver, Interface};
 
 #[derive(Parser)]
 #[command(
@@ -69,12 +68,11 @@ fn run(a: Args) -> CliResult<()> {
     let s = &a.serve;
     s.connect.pin("logmon");
     let dev = s.connect.open(s.device_options(0))?;
-    let port = s.connect.port;
     let stream = s.interface == Interface::Enso && !a.packets;
     let (served, scan, counts, driver): (Served, ScanStats, Vec<u64>, DriverStats) = if stream {
         let mut scanner = LogScanner::new(&patterns);
         let mut d = EnsoStreamDriver::new(dev);
-        d.add_fallback_stream_pipe_on(port)?;
+        d.add_fallback_stream_pipe_on(s.connect.port)?;
         let extra = |sc: &LogScanner| {
             format!(
                 ", {} lines, {} matched",
@@ -91,20 +89,9 @@ fn run(a: Args) -> CliResult<()> {
             let st = m.scanner().stats();
             format!(", {} lines, {} matched", st.lines, st.matched_lines)
         };
-        let (r, driver) = match s.interface {
-            Interface::Enso => {
-                let mut d = EnsoDriver::new(dev);
-                add_fallback_rx_pipes(&mut d, port, 1)?;
-                let r = cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?;
-                (r, d.stats.clone())
-            }
-            Interface::Packetized => {
-                let mut d = PacketizedDriver::new(dev, s.burst());
-                d.add_rss_queues_on(port, 1)?;
-                let r = cli::serve("logmon", &s.connect, &mut d, &mut mon, extra, |_| {})?;
-                (r, d.stats.clone())
-            }
-        };
+        // --pipes is 1 (checked): one ordered stream.
+        let (r, driver, _) =
+            cli::serve_packets("logmon", s, dev, EnsoPipes::Rx, &mut mon, extra, |_| {})?;
         (
             r,
             *mon.scanner().stats(),

@@ -7,10 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
-use enso::{EnsoDriver, PacketizedDriver};
-use enso_apps::cli::{self, CliResult, ServeArgs};
+use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs};
 use enso_apps::maglev::{self, Backend, BackendPool, Maglev};
-use enso_apps::nic::Interface;
 
 #[derive(Parser)]
 #[command(name = "maglev", about = "Maglev load balancer on the emulated NIC")]
@@ -90,7 +88,6 @@ fn run(a: Args) -> CliResult<()> {
     let s = &a.serve;
     s.connect.pin("maglev");
     let dev = s.connect.open(s.device_options(0))?;
-    let port = s.connect.port;
     let extra = |lb: &Maglev| {
         let st = lb.stats();
         format!(
@@ -98,20 +95,8 @@ fn run(a: Args) -> CliResult<()> {
             st.connection_hits, st.connection_misses
         )
     };
-    let (served, driver, lib) = match s.interface {
-        Interface::Enso => {
-            let mut d = EnsoDriver::new(dev);
-            d.add_fallback_pipes_on(port, s.pipes)?;
-            let r = cli::serve("maglev", &s.connect, &mut d, &mut lb, extra, |_| {})?;
-            (r, d.stats.clone(), d.dev.stats().clone())
-        }
-        Interface::Packetized => {
-            let mut d = PacketizedDriver::new(dev, s.burst());
-            d.add_rss_queues_on(port, s.pipes)?;
-            let r = cli::serve("maglev", &s.connect, &mut d, &mut lb, extra, |_| {})?;
-            (r, d.stats.clone(), d.dev.stats().clone())
-        }
-    };
+    let (served, driver, lib) =
+        cli::serve_packets("maglev", s, dev, EnsoPipes::RxTx, &mut lb, extra, |_| {})?;
     let st = lb.stats();
     if s.connect.json {
         let out = serde_json::json!({

@@ -6,9 +6,7 @@
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use enso::{EnsoDriver, PacketizedDriver};
-use enso_apps::cli::{self, CliResult, ServeArgs};
-use enso_apps::nic::{add_fallback_rx_pipes, Interface};
+use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs};
 use enso_apps::telemetry::{NitroConfig, Report, Telemetry};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -90,27 +88,14 @@ fn run(a: Args) -> CliResult<()> {
     let s = &a.serve;
     s.connect.pin("telemetry");
     let dev = s.connect.open(s.device_options(0))?;
-    let port = s.connect.port;
     let extra = |t: &Telemetry| format!(", {} sampled slots", t.sketch().samples());
     let tick = |t: &mut Telemetry| {
         if let Some(r) = t.poll_report(Instant::now()) {
             eprint!("telemetry: {r}");
         }
     };
-    let (served, driver) = match s.interface {
-        Interface::Enso => {
-            let mut d = EnsoDriver::new(dev);
-            add_fallback_rx_pipes(&mut d, port, s.pipes)?;
-            let r = cli::serve("telemetry", &s.connect, &mut d, &mut t, extra, tick)?;
-            (r, d.stats.clone())
-        }
-        Interface::Packetized => {
-            let mut d = PacketizedDriver::new(dev, s.burst());
-            d.add_rss_queues_on(port, s.pipes)?;
-            let r = cli::serve("telemetry", &s.connect, &mut d, &mut t, extra, tick)?;
-            (r, d.stats.clone())
-        }
-    };
+    let (served, driver, _) =
+        cli::serve_packets("telemetry", s, dev, EnsoPipes::Rx, &mut t, extra, tick)?;
     let sk = t.sketch();
     let report = sk.report();
     if s.connect.json {
