@@ -38,6 +38,16 @@ pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     P::try_parse().unwrap_or_else(|e| exit_on::<P>(program, e))
 }
 
+/// The ids of the options given on the command line in `m`, as opposed to
+/// left at their defaults: a tool refuses an option given where it has no
+/// effect instead of silently ignoring it.
+pub fn given_on_command_line(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
+}
+
 /// [`parse_or_exit`], also returning clap's matches (to tell an option given
 /// on the command line from its default, with
 /// [`clap::ArgMatches::value_source`]).

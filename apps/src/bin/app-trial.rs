@@ -7,8 +7,7 @@
 //! `probe_after`). The experiments call the same function
 //! (`enso_apps::bench_api::run_trial`).
 
-use clap::parser::ValueSource;
-use clap::{ArgMatches, Parser};
+use clap::Parser;
 use enso_apps::bench_api::{
     run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
 };
@@ -79,17 +78,8 @@ fn main() -> std::process::ExitCode {
     nic_emu::cleanup::remove_devices_on_signal();
     cli::main_with("app-trial", || {
         let (a, m) = nic_emu::args::parse_matches_or_exit::<Args>("app-trial");
-        run(a, &given(&m))
+        run(a, &nic_emu::args::given_on_command_line(&m))
     })
-}
-
-/// The ids of the options given on the command line (not left at their
-/// defaults).
-fn given(m: &ArgMatches) -> Vec<String> {
-    m.ids()
-        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-        .map(|id| id.to_string())
-        .collect()
 }
 
 /// Options that only some applications use: (id, flag, the applications).
@@ -318,7 +308,8 @@ mod tests {
             .try_get_matches_from(std::iter::once("app-trial").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
         let a = Args::from_arg_matches(&m).map_err(|e| e.to_string())?;
-        a.check(&given(&m)).map_err(|e| e.to_string())
+        a.check(&nic_emu::args::given_on_command_line(&m))
+            .map_err(|e| e.to_string())
     }
 
     #[test]

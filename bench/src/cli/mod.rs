@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use clap::parser::ValueSource;
 use clap::ArgMatches;
 
 use bench::frames;
@@ -25,12 +24,7 @@ pub(crate) struct Given(Vec<String>);
 impl Given {
     /// The options given in `m`.
     pub(crate) fn of(m: &ArgMatches) -> Self {
-        Given(
-            m.ids()
-                .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-                .map(|id| id.to_string())
-                .collect(),
-        )
+        Given(nic_emu::args::given_on_command_line(m))
     }
 
     /// Whether the option `id` (its field name) was given.
