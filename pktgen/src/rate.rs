@@ -342,10 +342,26 @@ impl fmt::Display for Rate {
     /// Prints a string that [`Rate::parse`] reads back as the same rate.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Rate::Bps(bps) => write!(f, "{}Gbps", bps / 1e9),
-            Rate::Pps(pps) => write!(f, "{}Mpps", pps / 1e6),
+            Rate::Bps(bps) => write!(f, "{}Gbps", Number(bps / 1e9)),
+            Rate::Pps(pps) => write!(f, "{}Mpps", Number(pps / 1e6)),
             Rate::Flits(l) => write!(f, "{}/{}", l.num, l.den),
             Rate::Line => write!(f, "line"),
+        }
+    }
+}
+
+/// A number as [`Rate::parse`] reads it back: plain decimals in the usual
+/// range, exponent form for very small or large values (a plain `1e-300`
+/// would print three hundred digits).
+struct Number(f64);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v != 0.0 && !(1e-6..1e12).contains(&v.abs()) {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
         }
     }
 }
@@ -629,6 +645,17 @@ mod tests {
             assert_eq!(Rate::parse(&r.to_string()), Ok(r), "{s}");
             let json = serde_json::to_string(&r).unwrap();
             assert_eq!(serde_json::from_str::<Rate>(&json).unwrap(), r);
+        }
+    }
+
+    /// Extreme values print in exponent form, short, and still parse back.
+    #[test]
+    fn extreme_rates_print_short() {
+        for s in ["1e-300Gbps", "3e-9Mpps", "5e20Gbps"] {
+            let r = Rate::parse(s).unwrap();
+            let shown = r.to_string();
+            assert!(shown.len() < 16, "{s} printed as {shown}");
+            assert_eq!(Rate::parse(&shown), Ok(r), "{s}");
         }
     }
 }
