@@ -3,8 +3,8 @@
 //! An application implements [`PacketHandler`]: it sees one received frame
 //! at a time, may change it in place, and says what to do with it. A driver
 //! feeds it from an interface: [`EnsoDriver`] from Ensō RX/TX pipes (frames
-//! are forwarded in place, zero copy); the packetized baseline has its own
-//! driver with the same contract.
+//! are forwarded in place, zero copy); [`PacketizedDriver`] from
+//! descriptor queues, with the same contract.
 
 use crate::device::{Device, RxTxPipe};
 use crate::error::{DeviceError, FreeError, RecvError, SendError};
@@ -62,6 +62,12 @@ pub enum DriverError {
 /// Runs a [`PacketHandler`] over RX/TX pipes: each batch is handled in
 /// place, runs of forwarded frames are sent back zero-copy, runs of
 /// consumed or dropped frames are handed back to the NIC.
+///
+/// It serves every pipe of `dev` that has data, including pipes allocated
+/// on `dev` directly (bound to flows, say): give those their port with
+/// [`EnsoDriver::set_port`], or they forward out of port 0. Frames of
+/// RX-only pipes cannot be sent: there, [`Verdict::Forward`] counts as
+/// consumed.
 #[derive(Debug)]
 pub struct EnsoDriver {
     pub dev: Device,
@@ -98,6 +104,12 @@ impl EnsoDriver {
             self.ports.insert(p.rx(), port);
         }
         Ok(v)
+    }
+
+    /// Forwarded frames of `pipe` (allocated on `dev` directly) go out of
+    /// `port`.
+    pub fn set_port(&mut self, pipe: RxTxPipe, port: u32) {
+        self.ports.insert(pipe.rx(), port);
     }
 
     /// Handles the frames of one pipe with data, if any. Returns the frames

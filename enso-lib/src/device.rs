@@ -48,12 +48,15 @@ pub struct DeviceOptions {
     /// Prefetch the next pipe's notification in [`Device::next_pipe_with_data`];
     /// `None` follows the device's notification mode.
     pub prefetch: Option<bool>,
-    /// Descriptor queue pairs (packetized interface) this handle may use.
+    /// Descriptor queue pairs (packetized interface) this handle may use;
+    /// 0 (the default) for none. With queues, set `pool_buffers` too.
     pub queues: u32,
-    /// RX and TX descriptor ring entries (powers of two, at least 64).
+    /// RX descriptor ring entries per queue (a power of two, at least 64).
     pub rx_ring: u32,
+    /// TX descriptor ring entries per queue (a power of two, at least 64).
     pub tx_ring: u32,
-    /// 2 KiB packet buffers in the handle's pool.
+    /// 2 KiB packet buffers in the handle's pool: at least `queues x
+    /// rx_ring`, plus what the application holds and the TX rings keep.
     pub pool_buffers: u32,
 }
 
@@ -159,6 +162,8 @@ struct TxPipeSw {
     /// Byte positions, free-running.
     tail: u64,
     done: u64,
+    /// Bytes the last `tx_buf` handed out and no `send` has sent yet.
+    reserved: usize,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -201,7 +206,9 @@ enum Keepalive {
     None,
 }
 
-/// A device handle (one notification buffer). Not `Sync`: one per thread.
+/// A device handle (one notification buffer). Every datapath call takes
+/// `&mut self`: one handle per thread (it is `Send`, so it can be moved to
+/// the thread that uses it).
 pub struct Device {
     uid: u64,
     info: AttachInfo,
@@ -540,7 +547,7 @@ impl Device {
                     break;
                 }
                 if start.elapsed() > STALL_TIMEOUT {
-                    return Err(DeviceError::MmioStalled);
+                    return Err(self.stalled(DeviceError::MmioStalled));
                 }
                 std::hint::spin_loop();
             }
@@ -694,7 +701,7 @@ impl Device {
     /// Allocates a TX pipe of `opts.tx_pipe_size` bytes.
     pub fn alloc_tx_pipe(&mut self) -> Result<TxPipe, AllocError> {
         if self.tx_pipes.len() as u32 >= self.opts.tx_pipes {
-            return Err(AllocError::NoPipes(self.opts.tx_pipes));
+            return Err(AllocError::NoTxPipes(self.opts.tx_pipes));
         }
         let size = self.opts.tx_pipe_size;
         let off = self.alloc_region(size)?;
@@ -706,6 +713,7 @@ impl Device {
             size,
             tail: 0,
             done: 0,
+            reserved: 0,
         });
         Ok(TxPipe {
             dev: self.uid,
@@ -1102,7 +1110,7 @@ impl Device {
                     break;
                 }
                 if start.elapsed() > STALL_TIMEOUT {
-                    return Err(DeviceError::TxStalled);
+                    return Err(self.stalled(DeviceError::TxStalled));
                 }
                 std::hint::spin_loop();
             }
@@ -1272,11 +1280,12 @@ impl Device {
         while self.tx_space(pipe)? < len {
             self.flush_tx()?;
             if start.elapsed() > STALL_TIMEOUT {
-                return Err(DeviceError::TxStalled.into());
+                return Err(self.stalled(DeviceError::TxStalled).into());
             }
             std::hint::spin_loop();
         }
-        let t = &self.tx_pipes[pipe.idx as usize];
+        let t = &mut self.tx_pipes[pipe.idx as usize];
+        t.reserved = len;
         let at = (t.tail % t.size as u64) as usize;
         // SAFETY: `at < size`, `len <= size`: inside the doubly mapped TX pipe; the NIC is
         // not reading bytes between `tail` and `done + size` (completed or never sent),
@@ -1286,7 +1295,9 @@ impl Device {
 
     /// Sends `len` bytes written at the start of the last [`Device::tx_buf`]
     /// span (frames on 64 B boundaries; `len` a multiple of 64, except that
-    /// the last frame's padding may be left out).
+    /// the last frame's padding may be left out). `len` may be less than
+    /// the span, not more ([`SendError::NotReserved`]); a send ends the
+    /// span, so each send needs its own `tx_buf`.
     pub fn send(&mut self, pipe: TxPipe, len: usize, port: u32) -> Result<(), SendError> {
         if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
             return Err(SendError::ForeignPipe);
@@ -1299,12 +1310,16 @@ impl Device {
             (t.size, t.off, t.tail, t.done)
         };
         let padded = len.next_multiple_of(FLIT);
-        if padded > size - (tail - done) as usize {
-            return Err(SendError::TooLarge {
+        let reserved = self.tx_pipes[pipe.idx as usize].reserved;
+        // `tx_buf` waited for `reserved` bytes of space; space comes in
+        // whole flits, so the padding fits too (checked all the same).
+        if len > reserved || padded > size - (tail - done) as usize {
+            return Err(SendError::NotReserved {
                 asked: len,
-                capacity: size,
+                reserved,
             });
         }
+        self.tx_pipes[pipe.idx as usize].reserved = 0;
         let mut pos = (tail % size as u64) as usize;
         let mut left = len;
         while left > 0 {
@@ -1334,11 +1349,14 @@ impl Device {
     /// or is killed. A device that is gone completes nothing and delivers
     /// nothing, so a loop that may wait for traffic indefinitely should call
     /// this now and then (it is one non-blocking read of the control
-    /// connection). In-process devices and stepped engines live as long as
-    /// their owner in this process: always `Ok`.
+    /// connection). An in-process device ([`Device::attach_nic`]) is gone
+    /// once its [`nic_emu::Nic`] is stopped or dropped. A stepped engine
+    /// lives as long as its owner: always `Ok`.
     pub fn check_alive(&self) -> Result<(), DeviceError> {
-        let Keepalive::Socket(s) = &self._keep else {
-            return Ok(());
+        let s = match &self._keep {
+            Keepalive::Socket(s) => s,
+            Keepalive::Control(c, _) if !c.is_running() => return Err(DeviceError::Gone),
+            Keepalive::Control(..) | Keepalive::None => return Ok(()),
         };
         let mut byte = [0u8; 1];
         match (&*s).read(&mut byte) {
@@ -1357,6 +1375,16 @@ impl Device {
             }
             // A reset connection (or any other failure of it).
             Err(_) => Err(DeviceError::Gone),
+        }
+    }
+
+    /// The error for a wait that timed out: [`DeviceError::Gone`] if the
+    /// device is gone (the usual reason), else `stall`.
+    #[cold]
+    fn stalled(&self, stall: DeviceError) -> DeviceError {
+        match self.check_alive() {
+            Err(gone) => gone,
+            Ok(()) => stall,
         }
     }
 

@@ -1,7 +1,5 @@
 //! One error type per operation.
 
-use nic_emu::wire::FrameError;
-
 /// Opening or attaching to a device failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AttachError {
@@ -21,9 +19,18 @@ pub enum AttachError {
 /// Allocating a pipe failed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AllocError {
-    /// Every pipe id reserved at attach time is in use.
-    #[error("no free pipe (attached with {0} pipes)")]
+    /// Every RX (or RX/TX) pipe reserved at attach time is in use.
+    #[error("no free RX pipe (attached with {0}; see DeviceOptions::pipes)")]
     NoPipes(u32),
+    /// Every TX pipe reserved at attach time is in use.
+    #[error("no free TX pipe (attached with {0}; see DeviceOptions::tx_pipes)")]
+    NoTxPipes(u32),
+    /// Every descriptor queue reserved at attach time is in use.
+    #[error("no free descriptor queue (attached with {0}; see DeviceOptions::queues)")]
+    NoQueues(u32),
+    /// The handle was attached without a packet buffer pool.
+    #[error("no packet buffer pool (attached with DeviceOptions::pool_buffers 0)")]
+    NoPool,
     /// The device has no such port.
     #[error("no port {0}")]
     NoPort(u32),
@@ -45,9 +52,10 @@ pub enum DeviceError {
     MmioStalled,
     #[error("device stalled: TX notifications are not being completed")]
     TxStalled,
-    /// The device closed the attachment: its process exited or was killed
-    /// (see [`crate::Device::check_alive`]).
-    #[error("device gone: it closed the attachment (its process exited)")]
+    /// The device is gone: a standalone device closed the attachment (its
+    /// process exited or was killed), or an in-process one was stopped (see
+    /// [`crate::Device::check_alive`]).
+    #[error("device gone: it was stopped or its process exited")]
     Gone,
 }
 
@@ -77,10 +85,14 @@ pub enum SendError {
     Unaligned(usize),
     #[error("{asked} bytes do not fit in a TX pipe of {capacity}")]
     TooLarge { asked: usize, capacity: usize },
+    /// [`crate::Device::send`] of more bytes than the last
+    /// [`crate::Device::tx_buf`] span (0 after a send).
+    #[error(
+        "sending {asked} bytes but only {reserved} were reserved with tx_buf since the last send"
+    )]
+    NotReserved { asked: usize, reserved: usize },
     #[error("no port {0}")]
     NoPort(u32),
-    #[error("frame: {0}")]
-    Frame(#[from] FrameError),
     #[error(transparent)]
     Device(#[from] DeviceError),
 }

@@ -18,8 +18,11 @@ use crate::device::Device;
 use crate::error::{AllocError, DeviceError, RecvError, SendError};
 
 /// A packet buffer handed out by the device (move-only: it is either owned
-/// by the application, posted to the NIC, or free in the pool).
+/// by the application, posted to the NIC, or free in the pool). Give it back
+/// with [`Device::tx_burst`] or [`Device::free_mbufs`] on the device it came
+/// from: dropping it loses the buffer to that device's pool.
 #[derive(Debug, PartialEq, Eq)]
+#[must_use = "an Mbuf dropped without tx_burst or free_mbufs is lost to its pool"]
 pub struct Mbuf {
     idx: u32,
     len: u16,
@@ -36,7 +39,9 @@ impl Mbuf {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// Sets the frame length (at most the 2 KiB buffer).
+    /// Sets the frame length (at most the 2 KiB buffer). The wire carries
+    /// frames of `nic_emu::wire::MIN_FRAME..=MAX_FRAME` bytes (14-1536):
+    /// [`Device::tx_burst`] refuses others.
     pub fn set_len(&mut self, len: usize) {
         self.len = len.min(desc::BUF_SIZE) as u16;
     }
@@ -93,6 +98,10 @@ pub(crate) struct PktState {
     tag: u32,
 }
 
+/// Frame lengths the wire carries.
+const SENDABLE: std::ops::RangeInclusive<usize> =
+    nic_emu::wire::MIN_FRAME..=nic_emu::wire::MAX_FRAME;
+
 /// DPDK's defaults.
 pub const RX_FREE_THRESH: u32 = 32;
 pub const TX_RS_THRESH: u32 = 32;
@@ -111,7 +120,7 @@ impl Device {
         }
         let n = self.options().pool_buffers;
         if n == 0 {
-            return Err(AllocError::NoMemory);
+            return Err(AllocError::NoPool);
         }
         let off = self.alloc_region_bytes(n as usize * desc::BUF_SIZE)?;
         self.pkt.pool_off = off;
@@ -123,7 +132,11 @@ impl Device {
 
     /// Allocates a descriptor queue pair on `port`; `rss` makes its RX side
     /// receive fallback traffic (spread over such queues by flow hash).
-    /// Posts a full RX ring of buffers.
+    /// Posts buffers in all but the last 32 (`RX_FREE_THRESH`) RX
+    /// descriptors, as DPDK's ixgbe arms its rings: a ring of `rx_ring`
+    /// entries holds up to `rx_ring - 32` frames the application has not
+    /// received yet. Needs `DeviceOptions::queues` and `pool_buffers` set
+    /// at attach time.
     pub fn alloc_queue(&mut self, port: u32, rss: bool) -> Result<QueueId, AllocError> {
         let o = self.options().clone();
         if port as usize >= self.info().ports {
@@ -131,7 +144,7 @@ impl Device {
         }
         let idx = self.pkt.queues.len() as u32;
         if idx >= self.info().desc_queue_count {
-            return Err(AllocError::NoPipes(self.info().desc_queue_count));
+            return Err(AllocError::NoQueues(self.info().desc_queue_count));
         }
         self.ensure_pool()?;
         let (rx_n, tx_n) = (o.rx_ring, o.tx_ring);
@@ -336,8 +349,11 @@ impl Device {
 
     /// Queues frames from the front of `pkts` for transmission on queue `q`
     /// (one TX doorbell); sent buffers go back to the pool once the NIC is
-    /// done with them. Frames that did not fit stay in `pkts`. Returns the
-    /// number sent.
+    /// done with them. Returns the number sent; the others stay in `pkts`:
+    /// those that did not fit in the ring, and, counted in
+    /// [`QueueStats::errors`], a buffer that cannot be sent (another
+    /// device's, or a length the wire does not carry, see [`Mbuf::set_len`])
+    /// with every one after it.
     #[inline]
     pub fn tx_burst(&mut self, q: QueueId, pkts: &mut Vec<Mbuf>) -> Result<usize, SendError> {
         if q.dev != self.uid() || q.idx as usize >= self.pkt.queues.len() {
@@ -353,14 +369,13 @@ impl Device {
         let qs = &mut self.pkt.queues[qi];
         let n = pkts.len().min(qs.tx_free as usize);
         let mut sent = 0;
-        for m in pkts.drain(..n) {
-            if m.tag != tag || m.idx >= pool_len {
-                // A buffer of another device: never sent, never pooled here.
-                // (Tags repeat only after 2^32 handles; even then, one whose
-                // index lies past this pool, over the descriptor rings, is
-                // refused.)
+        for m in &pkts[..n] {
+            // Tags repeat only after 2^32 handles; even then, a buffer whose
+            // index lies past this pool, over the descriptor rings, is
+            // refused.
+            if m.tag != tag || m.idx >= pool_len || !SENDABLE.contains(&(m.len as usize)) {
                 qs.stats.errors += 1;
-                continue;
+                break;
             }
             let i = qs.tx_tail;
             // SAFETY: as `desc_at`: slot `i` of this queue's TX ring.
@@ -382,7 +397,10 @@ impl Device {
             qs.stats.tx_bytes += m.len as u64;
             sent += 1;
         }
-        qs.stats.tx_full += pkts.len() as u64;
+        if sent == n {
+            qs.stats.tx_full += (pkts.len() - n) as u64;
+        }
+        pkts.drain(..sent);
         if sent > 0 {
             let (id, tail) = (qs.id, qs.tx_tail);
             // SYNC POINT A (the posted write's Release) publishes the
@@ -392,15 +410,21 @@ impl Device {
         Ok(sent)
     }
 
+    /// Whether `m` is a buffer of this handle's pool.
+    #[inline]
+    fn owns(&self, m: &Mbuf) -> bool {
+        m.tag == self.pkt.tag && m.idx < self.pkt.pool_len
+    }
+
     /// The frame bytes of a buffer.
     #[inline]
     pub fn mbuf_data(&self, m: &Mbuf) -> &[u8] {
-        // A buffer of another device's (bigger) pool would lie outside this
-        // one: refused like an out-of-range index (one compare).
-        assert!(m.idx < self.pkt.pool_len, "an Mbuf of another device");
+        // Another device's buffer: its index may name one of this pool's
+        // buffers, owned by someone else (the NIC, say).
+        assert!(self.owns(m), "an Mbuf of another device");
         debug_assert!(m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
-        // The index is below this pool's size (asserted above) and the
+        // The index is below this pool's size (checked above) and the
         // length at most the buffer size (only this module makes an Mbuf:
         // `alloc_mbuf` and `set_len` clamp it, `rx_burst` refuses longer
         // write-backs).
@@ -413,7 +437,7 @@ impl Device {
     /// after [`Mbuf::set_len`]).
     #[inline]
     pub fn mbuf_data_mut(&mut self, m: &mut Mbuf) -> &mut [u8] {
-        assert!(m.idx < self.pkt.pool_len, "an Mbuf of another device");
+        assert!(self.owns(m), "an Mbuf of another device");
         debug_assert!(m.len as usize <= desc::BUF_SIZE);
         let off = self.pkt.pool_off + m.idx as usize * desc::BUF_SIZE;
         // SAFETY: as `mbuf_data`; `&mut Mbuf` is the only handle to it.
@@ -431,11 +455,14 @@ impl Device {
     }
 
     /// Returns buffers to the pool.
+    ///
+    /// # Panics
+    /// On a buffer of another device (it cannot go back to its own pool
+    /// from here), as [`Device::mbuf_data`] does.
     pub fn free_mbufs(&mut self, ms: impl IntoIterator<Item = Mbuf>) {
         for m in ms {
-            if m.tag == self.pkt.tag && m.idx < self.pkt.pool_len {
-                self.pkt.free.push(m.idx);
-            }
+            assert!(self.owns(&m), "free_mbufs: an Mbuf of another device");
+            self.pkt.free.push(m.idx);
         }
     }
 
@@ -538,5 +565,92 @@ mod tests {
         assert_eq!(dev.pool_usage().0, free_before + 2);
         dev.free_mbufs(out);
         assert_eq!(dev.pool_usage().0, free_before + 4);
+    }
+
+    /// A second handle, with its own pool, on the same engine.
+    fn second_handle(e: &mut Engine) -> (Device, QueueId) {
+        let opts = DeviceOptions {
+            pipes: 0,
+            tx_pipes: 0,
+            queues: 1,
+            rx_ring: 64,
+            tx_ring: 64,
+            pool_buffers: 256,
+            ..Default::default()
+        };
+        let mut dev = Device::attach_engine(e, opts).expect("attach");
+        let q = dev.alloc_queue(0, false).expect("queue");
+        (dev, q)
+    }
+
+    #[test]
+    #[should_panic(expected = "an Mbuf of another device")]
+    fn mbuf_data_refuses_another_devices_buffer() {
+        let (mut a, _qa, mut e, _dir) = queue_device();
+        let (b, _qb) = second_handle(&mut e);
+        // Index 0 exists in both pools; in `b`'s it is posted to the NIC.
+        let m = a.alloc_mbuf(64).expect("buffer");
+        let _ = b.mbuf_data(&m);
+    }
+
+    #[test]
+    #[should_panic(expected = "free_mbufs: an Mbuf of another device")]
+    fn free_mbufs_refuses_another_devices_buffer() {
+        let (mut a, _qa, mut e, _dir) = queue_device();
+        let (mut b, _qb) = second_handle(&mut e);
+        let m = a.alloc_mbuf(64).expect("buffer");
+        b.free_mbufs([m]);
+    }
+
+    #[test]
+    fn tx_burst_leaves_unsendable_buffers_with_the_caller() {
+        let (mut a, qa, mut e, _dir) = queue_device();
+        let (mut b, _qb) = second_handle(&mut e);
+        let mine = |d: &mut Device, len| d.alloc_mbuf(len).expect("buffer");
+        let (a_free, _) = a.pool_usage();
+        // A good frame, another device's, then a good one after it.
+        let foreign = mine(&mut b, 64);
+        let mut pkts = vec![mine(&mut a, 64), foreign, mine(&mut a, 64)];
+        assert_eq!(a.tx_burst(qa, &mut pkts), Ok(1));
+        assert_eq!(
+            pkts.len(),
+            2,
+            "the foreign buffer and the one after it stay"
+        );
+        assert_eq!(a.queue_stats(qa).unwrap().errors, 1);
+        assert_eq!(a.queue_stats(qa).unwrap().tx_full, 0);
+        let foreign = pkts.remove(0);
+        b.free_mbufs([foreign]);
+        assert_eq!(b.pool_usage().0, b.pool_usage().1 - 32, "b lost nothing");
+        // Lengths the wire does not carry: longer than MAX_FRAME, or shorter
+        // than an Ethernet header.
+        for len in [nic_emu::wire::MAX_FRAME + 1, desc::BUF_SIZE, 0, 13] {
+            let mut m = mine(&mut a, 64);
+            m.set_len(len);
+            pkts.insert(0, m);
+            assert_eq!(a.tx_burst(qa, &mut pkts), Ok(0), "len {len}");
+            let m = pkts.remove(0);
+            a.free_mbufs([m]);
+        }
+        assert_eq!(a.queue_stats(qa).unwrap().errors, 5);
+        assert_eq!(a.tx_burst(qa, &mut pkts), Ok(1), "the good one left");
+        assert!(pkts.is_empty());
+        assert_eq!(a.queue_stats(qa).unwrap().tx_packets, 2);
+        // Two in the TX ring until the NIC completes them; nothing lost.
+        assert_eq!(a.pool_usage().0, a_free - 2);
+    }
+
+    #[test]
+    fn a_queue_needs_queue_slots_reserved_at_attach() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cfg = DeviceConfig::new("pkt-opts", WireConfig::Null);
+        cfg.dir = dir.path().to_path_buf();
+        cfg.pipe_size = 64 << 10;
+        cfg.notif_ring_entries = 256;
+        let mut e = Engine::new(cfg).expect("engine");
+        let mut no_queues = Device::attach_engine(&mut e, DeviceOptions::default()).unwrap();
+        let err = no_queues.alloc_queue(0, true).unwrap_err();
+        assert_eq!(err, AllocError::NoQueues(0));
+        assert!(err.to_string().contains("DeviceOptions::queues"), "{err}");
     }
 }

@@ -81,6 +81,8 @@ impl std::fmt::Debug for Nic {
 #[derive(Clone)]
 pub struct NicControl {
     tx: Sender<Cmd>,
+    /// The device's stop flag (set once, when it is stopped or dropped).
+    stop: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for NicControl {
@@ -108,6 +110,13 @@ impl NicControl {
         }
         rx.recv_timeout(CMD_TIMEOUT).unwrap_or(false)
     }
+
+    /// Whether the device still runs: false once [`Nic::stop`] (or its
+    /// drop) began stopping it. A status flag, not a synchronisation point:
+    /// nothing is read because of it.
+    pub fn is_running(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
 }
 
 impl Nic {
@@ -133,7 +142,10 @@ impl Nic {
         let listener = if opts.listen {
             let l = UnixListener::bind(&sock).map_err(|e| format!("{}: {e}", sock.display()))?;
             l.set_nonblocking(true).map_err(|e| e.to_string())?;
-            let ctl = NicControl { tx: tx.clone() };
+            let ctl = NicControl {
+                tx: tx.clone(),
+                stop: stop.clone(),
+            };
             let stop2 = stop.clone();
             Some(
                 std::thread::Builder::new()
@@ -163,6 +175,7 @@ impl Nic {
     pub fn control(&self) -> NicControl {
         NicControl {
             tx: self.tx.clone(),
+            stop: self.stop.clone(),
         }
     }
 

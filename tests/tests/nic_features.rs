@@ -450,3 +450,56 @@ fn a_saturated_engine_applies_posted_writes_after_a_bounded_number_of_flits() {
     // Keeping up (4 frames a step): it looks every step whatever the limit.
     assert_eq!(step_applying_a_head_write(4, 128), 2);
 }
+
+#[test]
+fn send_sends_only_bytes_reserved_with_tx_buf() {
+    let (cfg, _d) = device("reserve", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    let not_reserved = |asked, reserved| Err(enso::SendError::NotReserved { asked, reserved });
+    // Nothing reserved yet: sending would send whatever the ring holds.
+    assert_eq!(dev.send(tx, 64, 0), not_reserved(64, 0));
+    let tf = TestFrames::new(1, 9);
+    let mut f = [0u8; 64];
+    let len = tf.build(FrameKind::Ipv4Udp, 0, 0, 64, &mut f);
+    let buf = dev.tx_buf(tx, 128).unwrap();
+    let at = write_frame(buf, &f[..len]).unwrap();
+    assert_eq!(dev.send(tx, 192, 0), not_reserved(192, 128));
+    assert_eq!(dev.send(tx, at, 0), Ok(()));
+    // A send ends the span.
+    assert_eq!(dev.send(tx, 64, 0), not_reserved(64, 0));
+    e.run_until_idle(10);
+    let s = e.stats();
+    assert_eq!(s.ports[0].counters.tx_frames, 1);
+    assert_eq!(s.apps[0].counters.reject_bad_tx_frame, 0);
+}
+
+#[test]
+fn a_stopped_in_process_device_is_gone() {
+    let (cfg, _d) = device("gone", vec![WireConfig::Null]);
+    let nic = Nic::start(cfg, RunOptions::default()).unwrap();
+    let mut dev = Device::attach_nic(
+        &nic,
+        DeviceOptions {
+            tx_credits: 2,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    assert_eq!(dev.check_alive(), Ok(()));
+    nic.stop();
+    assert_eq!(dev.check_alive(), Err(enso::DeviceError::Gone));
+    // Sends that wait for completions a stopped device never makes end
+    // with "gone", not "stalled".
+    let frame = [0u8; 64];
+    let err = (0..3)
+        .find_map(|_| {
+            let buf = dev.tx_buf(tx, 64).ok()?;
+            buf.copy_from_slice(&frame);
+            dev.send(tx, 64, 0).err()
+        })
+        .expect("a send fails once the credits are spent");
+    assert_eq!(err, enso::SendError::Device(enso::DeviceError::Gone));
+}
