@@ -30,7 +30,7 @@ use crate::search::{search_with_progress, SearchError, SearchResult};
 use crate::session::{
     Drain, FileCapture, RunError, RunOutcome, RunPlan, Session, SessionError, SessionOptions,
 };
-use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder};
+use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder, Sample};
 use crate::stream::{StreamError, TxStream};
 use crate::zeroloss::{DeviceTrial, MIN_OFFERED};
 
@@ -352,15 +352,21 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         let out = session.run(&plan, capture.as_mut(), &mut |c, at| {
             sample(&mut rec, c, at)
         })?;
-        let last_at = rec.samples().last().map_or(Duration::ZERO, |s| s.at);
-        if out.elapsed > last_at {
-            sample(&mut rec, &out.counters, out.elapsed);
+        // The last interval's rates end with the last frame sent and
+        // received, not with the drain.
+        if let Some(s) = rec.finish(out.counters, out.elapsed, out.span) {
+            eprintln!("{}", live_line(s));
+            if let Some(w) = csv.as_mut() {
+                if let Err(e) = w.write(s) {
+                    csv_err.get_or_insert(e);
+                }
+            }
         }
         if let (Some(e), Some(p)) = (csv_err, &cfg.save) {
             return Err(file_error(p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
-        if let Some(n) = shortfall(&out, limit, &stream) {
+        if let Some(n) = shortfall(&report.totals, out.interrupted, limit, &stream) {
             eprintln!("pktgen: note: {n}");
             report.notes.push(n);
         }
@@ -456,14 +462,20 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
     }
 }
 
-/// A note when the NIC sent clearly less than the rate asked for.
-fn shortfall(out: &RunOutcome, limit: Option<RateLimit>, stream: &TxStream) -> Option<String> {
+/// A note when the NIC sent clearly less than the rate asked for, by the
+/// same rate the summary prints (over the send time of the totals).
+fn shortfall(
+    totals: &Sample,
+    interrupted: bool,
+    limit: Option<RateLimit>,
+    stream: &TxStream,
+) -> Option<String> {
     let want = Rate::Flits(limit?).pps(&stream.profile());
-    let secs = out.tx_elapsed.as_secs_f64();
-    if out.interrupted || secs < 0.1 {
+    let secs = totals.send_ns.unwrap_or(totals.interval).as_secs_f64();
+    if interrupted || secs < 0.1 {
         return None;
     }
-    let got = out.counters.tx_packets as f64 / secs;
+    let got = totals.tx.pkt_rate_kpps * 1e3;
     (got < MIN_OFFERED * want).then(|| {
         format!(
             "sent {:.3} Mpps, {:.1}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
@@ -483,20 +495,22 @@ fn write_summary(
         return write_search(w, z);
     }
     let t = &report.totals;
-    let secs = t.at.as_secs_f64();
+    let secs = |d: Option<Duration>| d.unwrap_or(t.interval).as_secs_f64();
     writeln!(
         w,
-        "TX {} frames, {} bytes in {secs:.3} s: {:.3} Gb/s, {:.3} Mpps",
+        "TX {} frames, {} bytes in {:.3} s of sending: {:.3} Gb/s, {:.3} Mpps",
         t.tx.packets,
         t.tx.bytes,
+        secs(t.send_ns),
         t.tx.tput_mbps / 1e3,
         t.tx.pkt_rate_kpps / 1e3
     )?;
     writeln!(
         w,
-        "RX {} frames, {} bytes: {:.3} Gb/s, {:.3} Mpps",
+        "RX {} frames, {} bytes in {:.3} s to the last received: {:.3} Gb/s, {:.3} Mpps",
         t.rx.packets,
         t.rx.bytes,
+        secs(t.receive_ns),
         t.rx.tput_mbps / 1e3,
         t.rx.pkt_rate_kpps / 1e3
     )?;
@@ -631,4 +645,54 @@ pub fn read_rtt_hist(path: &Path) -> Result<LatencyHistogram, AppError> {
         path: path.into(),
         source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Counters, TrafficSpan};
+
+    #[test]
+    fn summary_and_shortfall_note_use_the_send_time() {
+        let cfg = cli::parse(["pktgen", "--size", "64", "--rate", "10Mpps"]).unwrap();
+        let stream = TxStream::from_source(&cfg.traffic).unwrap();
+        let limit = cfg.rate.limiter_setting(&stream.profile()).unwrap();
+        let ms = Duration::from_millis;
+        let mut rec = Recorder::new();
+        let c = Counters {
+            tx_packets: 1_000_000,
+            tx_bytes: 60_000_000,
+            rx_packets: 1_000_000,
+            rx_bytes: 60_000_000,
+            ..Counters::default()
+        };
+        // 1 M frames sent in 0.5 s, back by 0.6 s, the run over at 0.7 s.
+        let span = TrafficSpan {
+            first_sent: Some(ms(0)),
+            last_sent: Some(ms(500)),
+            last_received: Some(ms(600)),
+        };
+        rec.finish(c, ms(700), span);
+        let mut report = Report::new(cfg, ClockInfo::emulated_nic());
+        report.finish(&rec, None);
+        let note = shortfall(&report.totals, false, Some(limit), &stream).unwrap();
+        assert!(
+            note.starts_with("sent 2.000 Mpps, 20.0% of the 10.000 Mpps"),
+            "{note}"
+        );
+        let mut out = Vec::new();
+        write_summary(&mut out, &report, None).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "TX 1000000 frames, 60000000 bytes in 0.500 s of sending: 1.344 Gb/s, 2.000 Mpps"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("RX 1000000 frames, 60000000 bytes in 0.600 s to the last received: 1.120 Gb/s, 1.667 Mpps"),
+            "{text}"
+        );
+        assert!(shortfall(&report.totals, true, Some(limit), &stream).is_none());
+    }
 }

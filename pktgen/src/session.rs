@@ -27,7 +27,7 @@ use nic_emu::wire::{FrameError, FLIT, MAX_FRAME};
 
 use crate::pcap::{CaptureError, CaptureWriter, TX_CHUNK_BYTES};
 use crate::rate::RateLimit;
-use crate::stats::{Counters, LatencyHistogram};
+use crate::stats::{Counters, LatencyHistogram, TrafficSpan};
 use crate::stream::TxStream;
 
 /// Most TX pipes a session opens (`--queues` above this share them).
@@ -213,6 +213,10 @@ pub struct RunOutcome {
     pub elapsed: Duration,
     /// From the start to the last transmission completed.
     pub tx_elapsed: Duration,
+    /// When the first frame was handed to the NIC, the NIC completed the
+    /// last one, and the last frame came back: the times the summary's
+    /// rates are over.
+    pub span: TrafficSpan,
     /// RTTs, when timestamping was on.
     pub rtt: Option<LatencyHistogram>,
     /// The run was ended from outside.
@@ -412,10 +416,16 @@ impl Session {
         txr?;
         rxr?;
         let end = Instant::now();
+        let since = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(start));
         Ok(RunOutcome {
             counters: shared.read(),
             elapsed: end - start,
             tx_elapsed: tx.finished_at.unwrap_or(end) - start,
+            span: TrafficSpan {
+                first_sent: since(tx.first_sent),
+                last_sent: since(tx.last_completed),
+                last_received: since(rx.last_frame),
+            },
             rtt: rx.hist.take(),
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
         })
@@ -610,6 +620,10 @@ struct TxWorker<'a> {
     /// How long without a completion means the NIC stopped.
     stall: Duration,
     finished_at: Option<Instant>,
+    /// When the first frame was handed to the NIC.
+    first_sent: Option<Instant>,
+    /// When a completion was last found.
+    last_completed: Option<Instant>,
     shared: &'a Shared,
 }
 
@@ -668,6 +682,8 @@ impl<'a> TxWorker<'a> {
             last_progress: now,
             stall,
             finished_at: None,
+            first_sent: None,
+            last_completed: None,
             shared,
         }
     }
@@ -695,6 +711,7 @@ impl<'a> TxWorker<'a> {
         }
         if any {
             self.last_progress = Instant::now();
+            self.last_completed = Some(self.last_progress);
             self.shared
                 .tx
                 .packets
@@ -748,6 +765,7 @@ impl<'a> TxWorker<'a> {
         let src = &s.chunk_data(&c)[start..start + len];
         self.dev.tx_buf(p.pipe, len)?.copy_from_slice(src);
         self.dev.send(p.pipe, len, self.port)?;
+        self.first_sent.get_or_insert_with(Instant::now);
         let first = (c.first_frame + self.in_chunk) as u64;
         p.tail += len as u64;
         p.pending.push_back(Pending {
@@ -827,6 +845,8 @@ struct RxWorker<'a> {
     drain: Drain,
     tx_done_at: Option<Instant>,
     last_rx: Instant,
+    /// When the last frame was received.
+    last_frame: Option<Instant>,
     done: bool,
     shared: &'a Shared,
 }
@@ -850,6 +870,7 @@ impl<'a> RxWorker<'a> {
             drain: plan.drain,
             tx_done_at: None,
             last_rx: Instant::now(),
+            last_frame: None,
             done: false,
             shared,
         }
@@ -915,6 +936,7 @@ impl Worker for RxWorker<'_> {
         let now = Instant::now();
         if got > 0 {
             self.last_rx = now;
+            self.last_frame = Some(now);
         }
         if self.shared.abort.load(Ordering::Relaxed) {
             self.done = true;

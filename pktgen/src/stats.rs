@@ -6,6 +6,12 @@
 //! throughput adds 24 B per frame (FCS, preamble, inter-frame gap). In a
 //! sample the rates and the mean RTT are over the interval; bytes and
 //! packets are running totals.
+//!
+//! A run ends with a wait for frames still in flight (the drain), during
+//! which nothing is sent and, mostly, nothing arrives. The last interval and
+//! the totals ([`Recorder::finish`]) therefore compute TX rates over the time
+//! sending took and RX rates over the time receiving took ([`TrafficSpan`]),
+//! not over a time that includes the drain.
 
 use std::fmt;
 use std::io::{self, BufRead, Write};
@@ -15,7 +21,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::rate::ETH_OVERHEAD;
-use crate::serde_util::duration_ns;
+use crate::serde_util::{duration_ns, option_duration_ns};
 
 /// Cumulative counters of a run, read at the end of each interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,10 +87,12 @@ impl DirectionSample {
 /// whole run).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
-    /// Time from the start of the run to the end of the interval.
+    /// Time from the start of the run to the end of the interval (for the
+    /// totals and the last interval: the end of the run, drain included).
     #[serde(rename = "t_ns", with = "duration_ns")]
     pub at: Duration,
-    /// Length of the interval.
+    /// Length of the interval (for the totals: the whole run, drain
+    /// included).
     #[serde(rename = "interval_ns", with = "duration_ns")]
     pub interval: Duration,
     /// Received.
@@ -93,20 +101,97 @@ pub struct Sample {
     pub tx: DirectionSample,
     /// Mean RTT of the frames received in the interval, if any were timed.
     pub mean_rtt_ns: Option<f64>,
+    /// The time the TX rates are over, when it is not `interval`: for the
+    /// totals, from the first frame handed to the NIC to the last one the
+    /// NIC sent; for the last interval, from its start to the last frame
+    /// sent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "option_duration_ns"
+    )]
+    pub send_ns: Option<Duration>,
+    /// The time the RX rates are over, when it is not `interval`: for the
+    /// totals, from the first frame handed to the NIC to the last frame
+    /// received; for the last interval, from its start to the last frame
+    /// received.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "option_duration_ns"
+    )]
+    pub receive_ns: Option<Duration>,
 }
 
 impl Sample {
     /// The sample of the interval from `prev` to `now`, which lasted
     /// `interval` and ended `at` after the start.
     pub fn between(prev: &Counters, now: &Counters, interval: Duration, at: Duration) -> Self {
+        Self::over(prev, now, interval, at, interval, interval)
+    }
+
+    /// As [`Sample::between`], with TX rates over `send` and RX rates over
+    /// `receive` (recorded as `send_ns` and `receive_ns`).
+    fn over(
+        prev: &Counters,
+        now: &Counters,
+        interval: Duration,
+        at: Duration,
+        send: Duration,
+        receive: Duration,
+    ) -> Self {
         let d = now.since(prev);
-        let secs = interval.as_secs_f64();
+        let (tx_secs, rx_secs) = (send.as_secs_f64(), receive.as_secs_f64());
+        let differs = |x: Duration| (x != interval).then_some(x);
         Self {
             at,
             interval,
-            rx: DirectionSample::new(d.rx_bytes, d.rx_packets, secs, now.rx_bytes, now.rx_packets),
-            tx: DirectionSample::new(d.tx_bytes, d.tx_packets, secs, now.tx_bytes, now.tx_packets),
+            rx: DirectionSample::new(
+                d.rx_bytes,
+                d.rx_packets,
+                rx_secs,
+                now.rx_bytes,
+                now.rx_packets,
+            ),
+            tx: DirectionSample::new(
+                d.tx_bytes,
+                d.tx_packets,
+                tx_secs,
+                now.tx_bytes,
+                now.tx_packets,
+            ),
             mean_rtt_ns: (d.rtt_samples > 0).then(|| d.rtt_sum_ns as f64 / d.rtt_samples as f64),
+            send_ns: differs(send),
+            receive_ns: differs(receive),
+        }
+    }
+}
+
+/// When a run's traffic went, as times since the start of the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrafficSpan {
+    /// The first frame was handed to the NIC (`None`: nothing was).
+    pub first_sent: Option<Duration>,
+    /// The NIC completed the last frame sent.
+    pub last_sent: Option<Duration>,
+    /// The last frame was received.
+    pub last_received: Option<Duration>,
+}
+
+impl TrafficSpan {
+    /// From the first frame handed to the NIC to the last one it sent.
+    pub fn send_time(&self) -> Duration {
+        match (self.first_sent, self.last_sent) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// From the first frame handed to the NIC to the last one received.
+    pub fn receive_time(&self) -> Duration {
+        match (self.first_sent, self.last_received) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
         }
     }
 }
@@ -117,6 +202,7 @@ pub struct Recorder {
     last: Counters,
     last_at: Duration,
     samples: Vec<Sample>,
+    span: Option<TrafficSpan>,
 }
 
 impl Recorder {
@@ -136,6 +222,37 @@ impl Recorder {
         &self.samples[self.samples.len() - 1]
     }
 
+    /// Records the run's last interval, which ends `at` after the start
+    /// with the final counters `now`, after the drain: its TX rates are
+    /// over the part of it before the last frame was sent, its RX rates
+    /// over the part before the last frame was received. The totals are
+    /// then over `span` too. Nothing is recorded for an empty interval.
+    pub fn finish(&mut self, now: Counters, at: Duration, span: TrafficSpan) -> Option<&Sample> {
+        self.span = Some(span);
+        if at <= self.last_at {
+            return None;
+        }
+        let interval = at - self.last_at;
+        // The part of the interval before `end`; all of it if `end` is not
+        // inside it (the frames were then counted late: use the interval).
+        let part = |end: Option<Duration>| match end {
+            Some(e) if e > self.last_at && e < at => e - self.last_at,
+            _ => interval,
+        };
+        let s = Sample::over(
+            &self.last,
+            &now,
+            interval,
+            at,
+            part(span.last_sent),
+            part(span.last_received),
+        );
+        self.last = now;
+        self.last_at = at;
+        self.samples.push(s);
+        self.samples.last()
+    }
+
     /// Every sample so far.
     pub fn samples(&self) -> &[Sample] {
         &self.samples
@@ -146,9 +263,29 @@ impl Recorder {
         &self.last
     }
 
-    /// The whole run as one sample.
+    /// The whole run as one sample. After [`Recorder::finish`], its TX
+    /// rates are over the send time and its RX rates over the receive time
+    /// of the run's [`TrafficSpan`] (`send_ns`, `receive_ns`); before, over
+    /// the time to the last sample.
     pub fn totals(&self) -> Sample {
-        Sample::between(&Counters::default(), &self.last, self.last_at, self.last_at)
+        let zero = Counters::default();
+        match self.span {
+            Some(span) => {
+                let mut s = Sample::over(
+                    &zero,
+                    &self.last,
+                    self.last_at,
+                    self.last_at,
+                    span.send_time(),
+                    span.receive_time(),
+                );
+                // Always stated for the totals, even when equal.
+                s.send_ns = Some(span.send_time());
+                s.receive_ns = Some(span.receive_time());
+                s
+            }
+            None => Sample::between(&zero, &self.last, self.last_at, self.last_at),
+        }
     }
 
     /// Loss so far.
@@ -505,6 +642,56 @@ mod tests {
             let extra = s.rx.pkt_rate_kpps * 1e3 * 24.0 * 8.0 / 1e6;
             assert!((s.rx.tput_mbps - s.rx.goodput_mbps - extra).abs() < 1e-6);
         }
+    }
+
+    #[test]
+    fn the_drain_does_not_dilute_the_last_interval_or_the_totals() {
+        let ms = Duration::from_millis;
+        let mut r = Recorder::new();
+        // 1 M frames of 60 B each way in the first second.
+        r.record(
+            counters((60_000_000, 1_000_000), (60_000_000, 1_000_000), (0, 0)),
+            ms(1000),
+        );
+        // 50 k more sent by 1.05 s, received by 1.1 s; the drain waits until
+        // 1.2 s.
+        let end = counters((63_000_000, 1_050_000), (63_000_000, 1_050_000), (0, 0));
+        let span = TrafficSpan {
+            first_sent: Some(ms(0)),
+            last_sent: Some(ms(1050)),
+            last_received: Some(ms(1100)),
+        };
+        let s = *r.finish(end, ms(1200), span).unwrap();
+        assert_eq!((s.at, s.interval), (ms(1200), ms(200)));
+        assert_eq!((s.send_ns, s.receive_ns), (Some(ms(50)), Some(ms(100))));
+        // 50 k frames in 50 ms and in 100 ms, not in 200 ms.
+        assert!((s.tx.pkt_rate_kpps - 1000.0).abs() < 1e-6, "{s:?}");
+        assert!((s.rx.pkt_rate_kpps - 500.0).abs() < 1e-6, "{s:?}");
+        let t = r.totals();
+        assert_eq!((t.at, t.interval), (ms(1200), ms(1200)));
+        assert_eq!((t.send_ns, t.receive_ns), (Some(ms(1050)), Some(ms(1100))));
+        assert!((t.tx.pkt_rate_kpps - 1000.0).abs() < 1e-6, "{t:?}");
+        assert!((t.rx.pkt_rate_kpps - 1_050_000.0 / 1.1 / 1e3).abs() < 1e-6);
+        let j = serde_json::to_value(t).unwrap();
+        assert_eq!(j["send_ns"], 1_050_000_000u64);
+        assert_eq!(j["receive_ns"], 1_100_000_000u64);
+        assert_eq!(j["t_ns"], 1_200_000_000u64);
+        assert_eq!(serde_json::from_value::<Sample>(j).unwrap(), t);
+        // Interval samples carry neither.
+        let j = serde_json::to_value(r.samples()[0]).unwrap();
+        assert!(j.get("send_ns").is_none() && j.get("receive_ns").is_none());
+        // Frames sent from 0.2 s on: the send time starts there.
+        let span = TrafficSpan {
+            first_sent: Some(ms(200)),
+            ..span
+        };
+        assert_eq!(span.send_time(), ms(850));
+        assert_eq!(TrafficSpan::default().send_time(), Duration::ZERO);
+        // Nothing after the last sample: nothing recorded.
+        let mut r = Recorder::new();
+        r.record(end, ms(1200));
+        assert!(r.finish(end, ms(1200), span).is_none());
+        assert_eq!(r.totals().send_ns, Some(ms(850)));
     }
 
     #[test]

@@ -274,6 +274,20 @@ fn pcap_through_an_echo_server_to_a_capture() {
     assert_eq!(j["config"]["in_process"], true);
     assert_eq!(j["loss"]["lost"], 0);
     assert_eq!(j["totals"]["rx"]["packets"], 200);
+    // Totals' rates are over the time sending and receiving took, which
+    // ends before the run (and its wait for frames in flight) does.
+    let send_ns = j["totals"]["send_ns"].as_u64().unwrap();
+    let receive_ns = j["totals"]["receive_ns"].as_u64().unwrap();
+    let run_ns = j["totals"]["t_ns"].as_u64().unwrap();
+    assert!(
+        send_ns > 0 && send_ns <= receive_ns && receive_ns <= run_ns,
+        "{}",
+        j["totals"]
+    );
+    let kpps = j["totals"]["tx"]["pkt_rate_kpps"].as_f64().unwrap();
+    assert!((kpps - 200.0 / (send_ns as f64 / 1e9) / 1e3).abs() < 1e-6 * kpps);
+    let secs = format!("in {:.3} s of sending", send_ns as f64 / 1e9);
+    assert!(summary.contains(&secs), "{summary}");
     assert_eq!(j["latency"]["count"], 200);
     assert_eq!(j["clock"]["name"], "clock_monotonic");
     assert_eq!(j["device"]["total_drops"], 0);
