@@ -783,7 +783,11 @@ impl Device {
         Ok(())
     }
 
-    /// Chooses fallback pipes by round robin instead of by flow hash.
+    /// Makes the NIC choose among the fallback pipes (and RSS queues) of
+    /// `pipe`'s port by round robin (`true`) or by flow hash (`false`, the
+    /// default). The policy is the port's: it holds for pipes added later,
+    /// and for other applications' fallback pipes on that port. It does not
+    /// make `pipe` a fallback pipe.
     pub fn set_fallback_round_robin(
         &mut self,
         pipe: impl Into<RxPipe>,
@@ -792,7 +796,7 @@ impl Device {
         let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
         self.config(
             config::FALLBACK,
-            [config::FALLBACK_ADD, id as u64, rr as u64, 0, 0],
+            [config::FALLBACK_POLICY, id as u64, rr as u64, 0, 0],
         )?;
         Ok(())
     }

@@ -2245,15 +2245,12 @@ impl Core {
                     return;
                 };
                 let f = &mut self.fallback[tport as usize];
-                match a[0] {
-                    config::FALLBACK_ADD => f.add(a[1] as u32),
-                    config::FALLBACK_REMOVE => f.remove(a[1] as u32),
-                    _ => {
-                        app.counters.reject_bad_config += 1;
-                        return;
-                    }
+                match (a[0], a[2]) {
+                    (config::FALLBACK_ADD, _) => f.add(a[1] as u32),
+                    (config::FALLBACK_REMOVE, _) => f.remove(a[1] as u32),
+                    (config::FALLBACK_POLICY, rr @ (0 | 1)) => f.set_round_robin(rr == 1),
+                    _ => app.counters.reject_bad_config += 1,
                 }
-                f.set_round_robin(a[2] == 1);
             }
             config::TIMESTAMP if port < self.ts_offset.len() && (a[0] == 0 || a[1] <= 60) => {
                 self.ts_offset[port] = (a[0] != 0).then_some(a[1] as usize);

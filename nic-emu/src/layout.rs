@@ -240,14 +240,18 @@ pub mod config {
     /// Rate limit of the notification's `port`: `args[0]` = num flits every
     /// `args[1]` = den cycles of the 200 MHz clock (0/0: no limit).
     pub const RATE_LIMIT: u32 = 3;
-    /// Fallback pipes: `args[0]` = op (1 add, 2 remove), `args[1] = pipe id`,
-    /// `args[2]` = policy (0 hash, 1 round robin).
+    /// Fallback pipes of a port: `args[0]` = op, `args[1]` = one of the
+    /// application's pipes (or queues), which names the port. Op 1 adds it
+    /// to the port's fallback set, 2 removes it; 3 sets the port's policy
+    /// to `args[2]` (0 hash, 1 round robin), which adds and removes leave
+    /// alone.
     pub const FALLBACK: u32 = 4;
     /// Remove a flow binding: arguments as FLOW_BIND.
     pub const FLOW_UNBIND: u32 = 5;
 
     pub const FALLBACK_ADD: u64 = 1;
     pub const FALLBACK_REMOVE: u64 = 2;
+    pub const FALLBACK_POLICY: u64 = 3;
 }
 
 /// Steering targets: a pipe id, or `DESC_TARGET_BASE + queue` for a

@@ -503,3 +503,35 @@ fn a_stopped_in_process_device_is_gone() {
         .expect("a send fails once the credits are spent");
     assert_eq!(err, enso::SendError::Device(enso::DeviceError::Gone));
 }
+
+#[test]
+fn round_robin_holds_for_fallback_pipes_added_later() {
+    let (cfg, _d) = device("rr", vec![WireConfig::Loopback]);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    let mut pipes = vec![
+        dev.alloc_rx_pipe(true).unwrap(),
+        dev.alloc_rx_pipe(true).unwrap(),
+    ];
+    dev.set_fallback_round_robin(pipes[0], true).unwrap();
+    // Added after the policy was set: before, every add reset it to hash.
+    pipes.push(dev.alloc_rx_pipe(true).unwrap());
+    e.run_until_idle(10);
+    // One flow: by hash it would all land in one pipe.
+    send_frames(&mut dev, tx, 0, 300, 0);
+    let mut counts = [0; 3];
+    for _ in 0..200 {
+        e.step();
+        for (i, &p) in pipes.iter().enumerate() {
+            let len = {
+                let b = dev.recv(p).unwrap();
+                counts[i] += b.packets().count();
+                b.len()
+            };
+            dev.free(p, len).unwrap();
+        }
+    }
+    assert_eq!(counts, [100, 100, 100]);
+    assert_eq!(e.stats().apps[0].counters.reject_bad_config, 0);
+}
