@@ -1065,10 +1065,13 @@ struct TokenBucket {
 impl TokenBucket {
     fn new(num: u64, den: u64, now: u64) -> Self {
         let rate = num as f64 / (den as f64 * 5.0);
+        // Empty at first: traffic starts at the rate, not with a burst of
+        // the whole depth (a limiter widened to bank 10 ms of credit sent
+        // its first 10 ms of frames at line rate).
         Self {
             rate,
             depth: (num as f64).max(rate * 1_000_000.0),
-            tokens: num as f64,
+            tokens: 0.0,
             last_ns: now,
         }
     }

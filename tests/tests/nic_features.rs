@@ -161,6 +161,30 @@ fn rate_limiter_sends_the_configured_count_per_interval() {
 }
 
 #[test]
+fn a_limiter_with_deep_bursts_starts_at_its_rate() {
+    let (cfg, _d) = device("limit-start", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let t = Arc::new(AtomicU64::new(1_000_000));
+    e.set_clock(Clock::Manual(t.clone()));
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    // One flit per 100 cycles again, in bursts of up to 20 000 flits (10 ms
+    // of credit, as pktgen widens its limiter).
+    dev.set_rate_limit(0, Some((20_000, 2_000_000))).unwrap();
+    e.run_until_idle(10);
+    send_frames(&mut dev, tx, 0, 4000, 0);
+    for _ in 0..100 {
+        e.step();
+        t.fetch_add(1000, Ordering::Relaxed);
+        dev.reap_completions().unwrap();
+    }
+    // 100 us at 2 M frames/s: 200 frames, not the 4000 a full bucket
+    // would let out at once.
+    let sent = e.stats().ports[0].counters.tx_frames;
+    assert!((195..=205).contains(&sent), "{sent}");
+}
+
+#[test]
 fn each_port_steers_separately() {
     // Port 0 and 1 are cabled: what one app sends on port 0 reaches the
     // other app's pipe on port 1, and its echo comes back to port 0.
