@@ -6,7 +6,9 @@
 //! Every failure ends as one line on standard error (`pktgen: ...`) and a
 //! non-zero exit status: 2 for a command line that is refused, 1 for
 //! anything else, and 1 (as EnsōGen) when RTT is measured and fewer or more
-//! frames came back than were sent.
+//! frames came back than were sent. A zero-loss search exits 1 when a size
+//! found no rate without loss, and 130 when it was interrupted (after
+//! reporting what it found).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -32,7 +34,7 @@ use crate::session::{
 };
 use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder, Sample};
 use crate::stream::{StreamError, TxStream};
-use crate::zeroloss::{DeviceTrial, MIN_OFFERED};
+use crate::zeroloss::{DeviceTrial, TrialError, MIN_OFFERED};
 
 /// Directory of standalone devices when `--dir` is not given.
 pub const DEFAULT_DIR: &str = "/dev/shm";
@@ -320,11 +322,24 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
                 }
             );
         });
-        report.zero_loss = Some(match res {
+        let z = match res {
             Ok(r) => r,
             Err(SearchError::Config(e)) => return Err(AppError::Search(e.to_string())),
-            Err(SearchError::Trial(e)) => return Err(AppError::Search(e.to_string())),
-        });
+            // Ctrl-C: what finished is still reported and written.
+            Err(SearchError::Trial {
+                error: TrialError::Interrupted,
+                mut partial,
+            }) => {
+                partial.interrupted = true;
+                *partial
+            }
+            Err(SearchError::Trial { error, .. }) => {
+                return Err(AppError::Search(error.to_string()))
+            }
+        };
+        code = ExitCode::from(search_status(&z));
+        report.interrupted = z.interrupted;
+        report.zero_loss = Some(z);
     } else {
         let plan = RunPlan {
             limit,
@@ -373,6 +388,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         if cfg.rtt && out.counters.rx_packets != out.counters.tx_packets {
             code = ExitCode::FAILURE;
         }
+        report.interrupted = out.interrupted;
         outcome = Some(out);
     }
 
@@ -538,19 +554,50 @@ fn write_summary(
     Ok(())
 }
 
+/// Exit status of a search: 130 when interrupted (what finished is still
+/// reported), 1 when a size found no rate without loss, else 0.
+fn search_status(z: &SearchResult) -> u8 {
+    if z.interrupted {
+        130
+    } else if z.sizes.iter().any(|s| s.rate_gbps.is_none()) {
+        1
+    } else {
+        0
+    }
+}
+
 fn write_search(w: &mut dyn Write, z: &SearchResult) -> io::Result<()> {
     for s in &z.sizes {
         let size = s.size.map_or("traffic".to_string(), |s| format!("{s} B"));
-        let mpps = s
-            .rate_mpps
-            .map_or(String::new(), |m| format!(" ({m:.3} Mpps)"));
-        writeln!(
-            w,
-            "zero-loss {size}: {:.3} Gb/s{mpps}, {} trials{}",
-            s.rate_gbps,
-            s.trials.len(),
-            if s.converged { "" } else { ", not converged" }
-        )?;
+        let n = s.trials.len();
+        let trials = format!("{n} trial{}", if n == 1 { "" } else { "s" });
+        if !s.finished {
+            let best = s
+                .rate_gbps
+                .map_or(String::new(), |r| format!(", best so far {r:.3} Gb/s"));
+            writeln!(w, "zero-loss {size}: interrupted after {trials}{best}")?;
+            continue;
+        }
+        match s.rate_gbps {
+            Some(rate) => {
+                let mpps = s
+                    .rate_mpps
+                    .map_or(String::new(), |m| format!(" ({m:.3} Mpps)"));
+                writeln!(
+                    w,
+                    "zero-loss {size}: {rate:.3} Gb/s{mpps}, {trials}{}",
+                    if s.converged { "" } else { ", not converged" }
+                )?;
+            }
+            None => writeln!(
+                w,
+                "zero-loss {size}: no lossless rate found (lowest tried {:.3} Gb/s), {trials}",
+                s.lowest_tried_gbps().unwrap_or(0.0)
+            )?,
+        }
+    }
+    if z.interrupted {
+        writeln!(w, "interrupted")?;
     }
     Ok(())
 }
@@ -650,6 +697,7 @@ pub fn read_rtt_hist(path: &Path) -> Result<LatencyHistogram, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::{SearchConfig, SizeResult};
     use crate::stats::{Counters, TrafficSpan};
 
     #[test]
@@ -694,5 +742,67 @@ mod tests {
             "{text}"
         );
         assert!(shortfall(&report.totals, true, Some(limit), &stream).is_none());
+    }
+
+    fn size(size: usize, rate: Option<f64>, tried: &[f64], finished: bool) -> SizeResult {
+        use crate::search::{TrialOutcome, TrialRecord, TrialSpec};
+        SizeResult {
+            size: Some(size),
+            rate_gbps: rate,
+            rate_mpps: rate.map(|r| r * 1.488),
+            converged: rate.is_some() && finished,
+            finished,
+            trials: tried
+                .iter()
+                .map(|&r| TrialRecord {
+                    spec: TrialSpec {
+                        size: Some(size),
+                        rate_gbps: r,
+                        duration: Duration::from_secs(1),
+                    },
+                    outcome: TrialOutcome::default(),
+                    lossless: Some(r) == rate,
+                    passed: Some(r) == rate,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn search_summary_says_when_no_rate_was_found_or_it_was_cut_short() {
+        let text = |z: &SearchResult| {
+            let mut out = Vec::new();
+            write_search(&mut out, z).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let mut z = SearchResult {
+            config: SearchConfig::default(),
+            sizes: vec![size(64, Some(1.0), &[2.0, 1.0], true)],
+            interrupted: false,
+        };
+        assert_eq!(
+            text(&z),
+            "zero-loss 64 B: 1.000 Gb/s (1.488 Mpps), 2 trials\n"
+        );
+        assert_eq!(search_status(&z), 0);
+        // No trial passed: no rate, the lowest tried, status 1.
+        z.sizes.push(size(128, None, &[1.0, 0.5, 0.25], true));
+        assert!(text(&z).ends_with(
+            "zero-loss 128 B: no lossless rate found (lowest tried 0.250 Gb/s), 3 trials\n"
+        ));
+        assert_eq!(search_status(&z), 1);
+        // Interrupted during a size: what it found so far; status 130.
+        z.sizes.push(size(256, Some(0.5), &[1.0, 0.5], false));
+        z.sizes.push(size(512, None, &[], false));
+        z.interrupted = true;
+        let t = text(&z);
+        assert!(
+            t.ends_with(
+                "zero-loss 256 B: interrupted after 2 trials, best so far 0.500 Gb/s\n\
+                 zero-loss 512 B: interrupted after 0 trials\ninterrupted\n"
+            ),
+            "{t}"
+        );
+        assert_eq!(search_status(&z), 130);
     }
 }

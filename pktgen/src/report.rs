@@ -113,6 +113,10 @@ pub struct Report {
     /// Anything a reader must know to trust the numbers (e.g. more busy
     /// threads than cores).
     pub notes: Vec<String>,
+    /// The run or search was stopped from outside (Ctrl-C) before its end;
+    /// the numbers are those until then.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl Report {
@@ -136,6 +140,7 @@ impl Report {
             zero_loss: None,
             device: None,
             notes: Vec::new(),
+            interrupted: false,
         }
     }
 
@@ -247,6 +252,7 @@ mod tests {
         assert_eq!(sizes.len(), 2);
         assert_eq!(sizes[1]["size"], 512);
         let rate = sizes[0]["rate_gbps"].as_f64().unwrap();
+        assert_eq!(sizes[0]["finished"], true);
         assert!(rate <= 33.0 && rate > 32.9);
         let t0 = &sizes[0]["trials"][0];
         assert_eq!(t0["rate_gbps"], 100.0);

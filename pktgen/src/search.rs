@@ -11,9 +11,15 @@
 //! for 60 s trials and a 2 s drain, which the trial itself owns).
 //!
 //! The reported rate is always one at which a trial was actually run and
-//! lost nothing, or 0 if none did: `lower` only ever takes such rates. A
-//! noisy device therefore yields a rate it really sustained once; set
-//! [`SearchConfig::repeats`] to demand that a rate pass several trials.
+//! lost nothing, or none (`null` in JSON) if no trial passed: `lower` only
+//! ever takes such rates. A noisy device therefore yields a rate it really
+//! sustained once; set [`SearchConfig::repeats`] to demand that a rate pass
+//! several trials.
+//!
+//! A trial that fails to run (or is interrupted) ends the search with
+//! [`SearchError::Trial`], which carries what was found until then: the
+//! sizes that finished and the trials of the one in progress
+//! ([`SizeResult::finished`] false).
 //!
 //! Rates are Ethernet throughput in Gb/s (24 B per frame on top of the frame
 //! bytes); sizes are frame sizes with FCS, as in RFC 2544.
@@ -191,8 +197,15 @@ pub enum SearchError<E> {
     #[error(transparent)]
     Config(#[from] SearchConfigError),
     /// A trial failed to run.
-    #[error("trial failed: {0}")]
-    Trial(E),
+    #[error("trial failed: {error}")]
+    Trial {
+        /// Why.
+        error: E,
+        /// What the search found until then: every size that finished,
+        /// then the one in progress with its trials so far (not
+        /// [`SizeResult::finished`]).
+        partial: Box<SearchResult>,
+    },
 }
 
 /// One trial that was run.
@@ -217,14 +230,37 @@ pub struct TrialRecord {
 pub struct SizeResult {
     /// Frame size with FCS (`None`: the traffic's own sizes).
     pub size: Option<usize>,
-    /// Highest rate measured without loss, Gb/s; 0 if there was none.
-    pub rate_gbps: f64,
-    /// The same in Mpps (for a fixed size only).
+    /// Highest rate at which a trial passed (lost nothing at the load
+    /// asked for), Gb/s; `None` (`null`) if no trial passed.
+    pub rate_gbps: Option<f64>,
+    /// The same in Mpps (for a fixed size and a rate found only).
     pub rate_mpps: Option<f64>,
-    /// Whether the search reached the precision (rather than `max_rates`).
+    /// Whether a rate was found and the search narrowed the interval
+    /// between it and the lowest rate that lost to the precision. False
+    /// when no trial passed, when `max_rates` ran out first, and when the
+    /// search of this size did not finish.
     pub converged: bool,
+    /// Whether the search of this size ran to its end; false when a trial
+    /// failed or the search was interrupted (its rate is then the best
+    /// found so far).
+    #[serde(default = "yes")]
+    pub finished: bool,
     /// Every trial, in order (warm-ups not included).
     pub trials: Vec<TrialRecord>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SizeResult {
+    /// The lowest rate a trial ran at, Gb/s.
+    pub fn lowest_tried_gbps(&self) -> Option<f64> {
+        self.trials
+            .iter()
+            .map(|t| t.spec.rate_gbps)
+            .reduce(f64::min)
+    }
 }
 
 /// The result of a whole search.
@@ -232,8 +268,12 @@ pub struct SizeResult {
 pub struct SearchResult {
     /// The configuration used.
     pub config: SearchConfig,
-    /// One result per size, in the configured order.
+    /// One result per size, in the configured order (after an error or an
+    /// interruption: the sizes searched until then).
     pub sizes: Vec<SizeResult>,
+    /// The search was stopped from outside (Ctrl-C) before it ended.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Runs the search.
@@ -256,38 +296,64 @@ pub fn search_with_progress<T: Trial>(
     } else {
         cfg.sizes.iter().copied().map(Some).collect()
     };
-    let mut out = Vec::with_capacity(sizes.len());
-    for size in sizes {
-        out.push(search_size(cfg, trial, size, &mut progress)?);
-    }
-    Ok(SearchResult {
+    let mut out = SearchResult {
         config: cfg.clone(),
-        sizes: out,
-    })
+        sizes: Vec::with_capacity(sizes.len()),
+        interrupted: false,
+    };
+    for size in sizes {
+        let (r, failed) = search_size(cfg, trial, size, &mut progress);
+        out.sizes.push(r);
+        if let Some(error) = failed {
+            return Err(SearchError::Trial {
+                error,
+                partial: Box::new(out),
+            });
+        }
+    }
+    Ok(out)
 }
 
+/// Searches one size; on a failed trial, returns what was found so far
+/// (not finished) and the error.
 fn search_size<T: Trial>(
     cfg: &SearchConfig,
     trial: &mut T,
     size: Option<usize>,
     progress: &mut impl FnMut(&TrialRecord),
-) -> Result<SizeResult, SearchError<T::Error>> {
+) -> (SizeResult, Option<T::Error>) {
+    // Invariant: `lower` is 0 (none found) or a rate at which every trial
+    // passed (lost nothing at the load asked for);
+    // `upper` is the maximum or a rate at which a trial lost frames.
+    let (mut lower, mut upper) = (0.0f64, cfg.max_rate_gbps);
+    let mut trials = Vec::new();
+    let mut converged = false;
+    let mut failed = None;
+    let result = |lower: f64, converged, trials, finished| {
+        let rate = (lower > 0.0).then_some(lower);
+        SizeResult {
+            size,
+            rate_gbps: rate,
+            rate_mpps: rate
+                .zip(size)
+                .map(|(r, s)| r * 1e3 / ((s + crate::rate::WIRE_GAP) as f64 * 8.0)),
+            converged: converged && rate.is_some(),
+            finished,
+            trials,
+        }
+    };
     if !cfg.warmup.is_zero() {
         let spec = TrialSpec {
             size,
             rate_gbps: cfg.warmup_rate_gbps.unwrap_or(cfg.max_rate_gbps),
             duration: cfg.warmup,
         };
-        trial.warm_up(&spec).map_err(SearchError::Trial)?;
+        if let Err(e) = trial.warm_up(&spec) {
+            return (result(lower, false, trials, false), Some(e));
+        }
     }
-    // Invariant: `lower` is 0 or a rate at which every trial passed (lost
-    // nothing at the load asked for);
-    // `upper` is the maximum or a rate at which a trial lost frames.
-    let (mut lower, mut upper) = (0.0f64, cfg.max_rate_gbps);
     let mut rate = cfg.max_rate_gbps;
-    let mut trials = Vec::new();
-    let mut converged = false;
-    for _ in 0..cfg.max_rates {
+    'rates: for _ in 0..cfg.max_rates {
         let spec = TrialSpec {
             size,
             rate_gbps: rate,
@@ -295,7 +361,13 @@ fn search_size<T: Trial>(
         };
         let mut lossless = true;
         for _ in 0..cfg.repeats {
-            let outcome = trial.run(&spec).map_err(SearchError::Trial)?;
+            let outcome = match trial.run(&spec) {
+                Ok(o) => o,
+                Err(e) => {
+                    failed = Some(e);
+                    break 'rates;
+                }
+            };
             let rec = TrialRecord {
                 spec,
                 outcome,
@@ -320,13 +392,8 @@ fn search_size<T: Trial>(
         }
         rate = (lower + upper) / 2.0;
     }
-    Ok(SizeResult {
-        size,
-        rate_gbps: lower,
-        rate_mpps: size.map(|s| lower * 1e3 / ((s + crate::rate::WIRE_GAP) as f64 * 8.0)),
-        converged,
-        trials,
-    })
+    let finished = failed.is_none();
+    (result(lower, converged, trials, finished), failed)
 }
 
 #[cfg(test)]
@@ -411,12 +478,13 @@ mod tests {
         }
     }
 
-    /// The reported rate is 0 or a rate some trial ran at without loss.
+    /// The reported rate is none or a rate some trial ran at without loss.
     fn measured_lossless(r: &SizeResult) -> bool {
-        r.rate_gbps == 0.0
-            || r.trials
+        r.rate_gbps.map_or(true, |rate| {
+            r.trials
                 .iter()
-                .any(|t| t.spec.rate_gbps == r.rate_gbps && t.lossless)
+                .any(|t| t.spec.rate_gbps == rate && t.lossless)
+        })
     }
 
     #[test]
@@ -426,13 +494,10 @@ mod tests {
             let mut dev = Device::new(capacity);
             let r = search(&cfg, &mut dev).unwrap();
             let s = &r.sizes[0];
-            assert!(s.converged);
-            assert!(s.rate_gbps <= capacity, "{capacity}: {}", s.rate_gbps);
-            assert!(
-                capacity - s.rate_gbps <= cfg.precision_gbps,
-                "{capacity}: {}",
-                s.rate_gbps
-            );
+            assert!(s.converged && s.finished);
+            let rate = s.rate_gbps.unwrap();
+            assert!(rate <= capacity, "{capacity}: {rate}");
+            assert!(capacity - rate <= cfg.precision_gbps, "{capacity}: {rate}");
             assert!(measured_lossless(s));
             // Binary search from 100 Gb/s to 0.1 Gb/s: about log2(1000) trials.
             assert!(s.trials.len() <= 12, "{}", s.trials.len());
@@ -445,20 +510,27 @@ mod tests {
     fn a_device_faster_than_the_maximum_needs_one_trial() {
         let mut dev = Device::new(150.0);
         let r = search(&quick(), &mut dev).unwrap();
-        assert_eq!(r.sizes[0].rate_gbps, 100.0);
+        assert_eq!(r.sizes[0].rate_gbps, Some(100.0));
         assert_eq!(r.sizes[0].trials.len(), 1);
         // 64 B frames at 100 Gb/s are 148.81 Mpps.
         assert!((r.sizes[0].rate_mpps.unwrap() - 148.8095).abs() < 1e-3);
     }
 
     #[test]
-    fn a_device_slower_than_the_precision_reports_zero() {
+    fn a_device_slower_than_the_precision_reports_no_rate() {
         let mut dev = Device::new(0.05);
         let r = search(&quick(), &mut dev).unwrap();
         let s = &r.sizes[0];
-        assert_eq!(s.rate_gbps, 0.0);
-        assert!(s.converged);
+        // No trial passed: no rate (not 0 Gb/s), and not converged on one.
+        assert_eq!((s.rate_gbps, s.rate_mpps), (None, None));
+        assert!(!s.converged && s.finished);
         assert!(s.trials.iter().all(|t| !t.lossless));
+        // 100, 50, 25, ... down to the first rate within the precision.
+        assert_eq!(s.lowest_tried_gbps(), Some(100.0 / 1024.0));
+        let j = serde_json::to_value(s).unwrap();
+        assert!(j["rate_gbps"].is_null() && j["rate_mpps"].is_null(), "{j}");
+        assert_eq!(j["converged"], false);
+        assert_eq!(serde_json::from_value::<SizeResult>(j).unwrap(), *s);
     }
 
     #[test]
@@ -473,13 +545,13 @@ mod tests {
             };
             let s = search(&cfg, &mut dev).unwrap().sizes.remove(0);
             assert!(s.converged);
-            assert!(s.rate_gbps <= 42.0);
+            let rate = s.rate_gbps.unwrap();
+            assert!(rate <= 42.0);
             assert!(measured_lossless(&s), "seed {seed}");
             // Loss only starts 2 Gb/s below the capacity.
             assert!(
-                s.rate_gbps >= 42.0 - 2.0 - cfg.precision_gbps,
-                "seed {seed}: {}",
-                s.rate_gbps
+                rate >= 42.0 - 2.0 - cfg.precision_gbps,
+                "seed {seed}: {rate}"
             );
         }
         // A device that loses at random at any rate: still only measured rates.
@@ -518,9 +590,9 @@ mod tests {
         };
         let s = search(&cfg, &mut Flaky(0)).unwrap().sizes.remove(0);
         // No rate ever passes two trials in a row.
-        assert_eq!(s.rate_gbps, 0.0);
+        assert_eq!(s.rate_gbps, None);
         let s = search(&quick(), &mut Flaky(0)).unwrap().sizes.remove(0);
-        assert!(s.rate_gbps > 0.0 && measured_lossless(&s));
+        assert!(s.rate_gbps.is_some() && measured_lossless(&s));
     }
 
     #[test]
@@ -587,13 +659,14 @@ mod tests {
         }
         let r = search(&quick(), &mut Slow).unwrap();
         let s = &r.sizes[0];
-        assert!(s.rate_gbps <= 30.0 && s.rate_gbps > 29.9, "{}", s.rate_gbps);
+        let rate = s.rate_gbps.unwrap();
+        assert!(rate <= 30.0 && rate > 29.9, "{rate}");
         let first = s.trials[0];
         assert!(first.lossless && !first.passed && first.outcome.underrun);
         assert!(s
             .trials
             .iter()
-            .any(|t| t.spec.rate_gbps == s.rate_gbps && t.passed));
+            .any(|t| t.spec.rate_gbps == rate && t.passed));
         let j = serde_json::to_value(first).unwrap();
         assert_eq!(
             (j["underrun"].clone(), j["passed"].clone()),
@@ -649,7 +722,65 @@ mod tests {
         assert!(!s.converged);
         assert_eq!(s.trials.len(), 3);
         // 100 lost, 50 did not, 75 lost.
-        assert_eq!(s.rate_gbps, 50.0);
+        assert_eq!(s.rate_gbps, Some(50.0));
+    }
+
+    #[test]
+    fn a_failed_trial_keeps_what_was_found() {
+        // Lossless up to 60 Gb/s; the 15th trial run fails.
+        struct Stops(Device, usize);
+        impl Trial for Stops {
+            type Error = &'static str;
+            fn run(&mut self, spec: &TrialSpec) -> Result<TrialOutcome, &'static str> {
+                if self.0.runs.len() + 1 == self.1 {
+                    return Err("interrupted");
+                }
+                Ok(self.0.run(spec).unwrap_or_else(|e| match e {}))
+            }
+        }
+        let cfg = SearchConfig {
+            sizes: vec![64, 512, 1518],
+            ..quick()
+        };
+        let whole = search(&cfg, &mut Device::new(60.0)).unwrap();
+        let first = whole.sizes[0].trials.len();
+        let mut t = Stops(Device::new(60.0), first + 3);
+        let Err(SearchError::Trial { error, partial }) = search(&cfg, &mut t) else {
+            panic!("the search did not stop");
+        };
+        assert_eq!(error, "interrupted");
+        assert!(!partial.interrupted, "only the caller knows why");
+        // The first size finished as it would have; the second has the
+        // trials that ran, its best rate so far, and is marked unfinished.
+        assert_eq!(partial.sizes.len(), 2);
+        assert_eq!(partial.sizes[0], whole.sizes[0]);
+        let s = &partial.sizes[1];
+        assert!(!s.finished && !s.converged);
+        assert_eq!(s.trials, whole.sizes[1].trials[..2]);
+        // 100 lost, 50 passed.
+        assert_eq!(s.rate_gbps, Some(50.0));
+        let j = serde_json::to_value(&*partial).unwrap();
+        assert_eq!(j["sizes"][1]["finished"], false);
+        assert_eq!(serde_json::from_value::<SearchResult>(j).unwrap(), *partial);
+
+        // A failure in a warm-up: the size is there with no trials.
+        struct NoWarmUp;
+        impl Trial for NoWarmUp {
+            type Error = ();
+            fn run(&mut self, _: &TrialSpec) -> Result<TrialOutcome, ()> {
+                Err(())
+            }
+        }
+        let cfg = SearchConfig {
+            warmup: Duration::from_secs(1),
+            ..quick()
+        };
+        let Err(SearchError::Trial { partial, .. }) = search(&cfg, &mut NoWarmUp) else {
+            panic!("the search did not stop");
+        };
+        assert_eq!(partial.sizes.len(), 1);
+        assert!(partial.sizes[0].trials.is_empty() && !partial.sizes[0].finished);
+        assert_eq!(partial.sizes[0].rate_gbps, None);
     }
 
     #[test]

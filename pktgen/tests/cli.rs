@@ -343,26 +343,111 @@ fn zero_loss_search_from_the_command_line() {
         "--json",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let sizes = j["zero_loss"]["sizes"].as_array().unwrap();
+    // Exit status 1 only when a size found no rate without loss.
+    let none_found = sizes.iter().any(|z| z["rate_gbps"].is_null());
+    assert_eq!(out.status.code(), Some(i32::from(none_found)), "{err}");
     assert_eq!(sizes.len(), 2);
     for z in sizes {
-        let rate = z["rate_gbps"].as_f64().unwrap();
-        assert!((0.0..=1.0).contains(&rate));
         let trials = z["trials"].as_array().unwrap();
         assert!(!trials.is_empty());
-        // The report's rate is one a trial passed at, or 0 when none did.
+        // The report's rate is one a trial passed at, or null when none did.
         let passed: Vec<f64> = trials
             .iter()
             .filter(|t| t["passed"] == true)
             .map(|t| t["rate_gbps"].as_f64().unwrap())
             .collect();
-        if rate > 0.0 {
-            assert!(passed.contains(&rate), "{z}");
-        } else {
-            assert!(passed.is_empty(), "{z}");
+        match z["rate_gbps"].as_f64() {
+            Some(rate) => {
+                assert!((0.0..=1.0).contains(&rate) && passed.contains(&rate), "{z}")
+            }
+            None => assert!(z["rate_gbps"].is_null() && passed.is_empty(), "{z}"),
+        }
+        assert_eq!(z["finished"], true);
+    }
+    assert_eq!(j["interrupted"], false);
+    assert_eq!(j["zero_loss"]["interrupted"], false);
+    assert!(err.contains("zero-loss 64 B at 1.000 Gb/s"), "{err}");
+}
+
+#[test]
+fn an_interrupted_search_reports_what_it_finished() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("zl.json");
+    // At 100 Gb/s the generator cannot offer the load (148.8 Mpps of 64 B,
+    // 23.5 Mpps of 512 B), so the first trial of each size fails and the
+    // search of 512 B goes on for several trials of 100 ms after it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pktgen"))
+        .args([
+            "--in-process",
+            "--zero-loss",
+            "--sizes",
+            "64,512",
+            "--rate",
+            "100Gbps",
+            "--precision",
+            "10",
+            "--trial-ms",
+            "100",
+            "--warmup-ms",
+            "0",
+            &format!("--json={}", s(&json)),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = String::new();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        err.push_str(&line);
+        err.push('\n');
+        if line.starts_with("zero-loss 512 B at 100.000 Gb/s") {
+            let kill = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(kill.success());
+            break;
         }
     }
-    assert!(err.contains("zero-loss 64 B at 1.000 Gb/s"), "{err}");
+    for line in lines {
+        err.push_str(&line.unwrap());
+        err.push('\n');
+    }
+    let out = child.wait_with_output().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{err}\n{summary}");
+    // A result line for the size that finished, and what the other had.
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(lines.len(), 3, "{summary}");
+    assert!(lines[0].starts_with("zero-loss 64 B: "), "{summary}");
+    assert!(!lines[0].contains("interrupted"), "{summary}");
+    assert!(
+        lines[1].starts_with("zero-loss 512 B: interrupted after "),
+        "{summary}"
+    );
+    assert_eq!(lines[2], "interrupted");
+    // The JSON report is written, with both sizes and the trials so far.
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["interrupted"], true);
+    let z = &j["zero_loss"];
+    assert_eq!(z["interrupted"], true);
+    let sizes = z["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 2);
+    assert_eq!(
+        (sizes[0]["size"].clone(), sizes[0]["finished"].clone()),
+        (64.into(), true.into())
+    );
+    assert_eq!(
+        (sizes[1]["size"].clone(), sizes[1]["finished"].clone()),
+        (512.into(), false.into())
+    );
+    assert!(!sizes[1]["trials"].as_array().unwrap().is_empty());
+    assert_eq!(sizes[1]["converged"], false);
 }
