@@ -4,8 +4,9 @@
 //! summary and JSON report.
 //!
 //! Every failure ends as one line on standard error (`pktgen: ...`) and a
-//! non-zero exit status: 2 for a command line that is refused, 1 for
-//! anything else, and 1 (as EnsōGen) when RTT is measured and fewer or more
+//! non-zero exit status: 2 for a command line that is refused (a missing
+//! or corrupt pcap included, whatever part of it is wrong), 1 for anything
+//! else, and 1 (as EnsōGen) when RTT is measured and fewer or more
 //! frames came back than were sent. A zero-loss search exits 1 when a size
 //! found no rate without loss, and 130 when it was interrupted (after
 //! reporting what it found).
@@ -117,8 +118,12 @@ where
         Err(e) => {
             eprintln!("pktgen: {e}");
             match e {
-                // The command line asked for what its traffic cannot take.
-                AppError::Config(_) | AppError::Rate { .. } => ExitCode::from(2),
+                // The command line asked for what its traffic cannot take,
+                // or named a pcap that cannot be read or replayed (a bad
+                // record as much as a bad file header): bad input.
+                AppError::Config(_) | AppError::Rate { .. } | AppError::Stream(_) => {
+                    ExitCode::from(2)
+                }
                 _ => ExitCode::FAILURE,
             }
         }

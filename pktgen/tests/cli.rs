@@ -119,6 +119,34 @@ fn missing_and_corrupt_pcaps() {
     let empty = dir.path().join("empty.pcap");
     std::fs::write(&empty, &bytes[..24]).unwrap();
     assert!(one_line_error(&[s(&empty)]).contains("no frames to replay"));
+    // A record length far beyond the file.
+    let mut huge = bytes.clone();
+    huge[32..36].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let huge_path = dir.path().join("huge.pcap");
+    std::fs::write(&huge_path, &huge).unwrap();
+    let m = one_line_error(&[s(&huge_path), "--in-process"]);
+    assert!(m.contains("record 1"), "{m}");
+    // Frames the NIC cannot send.
+    let big = common::write_pcap(&dir.path().join("big.pcap"), &[vec![0u8; 1600]]);
+    let m = one_line_error(&[s(&big), "--in-process"]);
+    assert!(m.contains("frame 1 is 1600 bytes"), "{m}");
+    let runt = common::write_pcap(&dir.path().join("runt.pcap"), &[vec![0u8; 10]]);
+    let m = one_line_error(&[s(&runt), "--in-process"]);
+    assert!(m.contains("shorter than an Ethernet header"), "{m}");
+    // Every bad pcap is bad input: exit status 2, as for the command line,
+    // whether its file header or a record is wrong.
+    for p in [
+        dir.path().join("none.pcap"),
+        garbage,
+        cut,
+        empty,
+        huge_path,
+        big,
+        runt,
+    ] {
+        let out = pktgen(&[s(&p), "--in-process", "--count", "10"]);
+        assert_eq!(out.status.code(), Some(2), "{}", p.display());
+    }
 }
 
 #[test]
