@@ -854,6 +854,9 @@ impl Engine {
             let (mode, bytes) = (c.mode(), *bytes);
             self.core.set_pipe_writes(mode, bytes);
         }
+        for tb in self.core.limiter.iter_mut().flatten() {
+            tb.end_step(now);
+        }
         self.counters.steps += 1;
         self.last_step_work = work;
         if work > 0 {
@@ -1060,6 +1063,8 @@ struct TokenBucket {
     depth: f64,
     tokens: f64,
     last_ns: u64,
+    /// Whether the port had frames to send this step.
+    backlogged: bool,
 }
 
 impl TokenBucket {
@@ -1073,22 +1078,41 @@ impl TokenBucket {
             depth: (num as f64).max(rate * 1_000_000.0),
             tokens: 0.0,
             last_ns: now,
+            backlogged: false,
         }
     }
     /// Adds the tokens earned since the last refill; true if any are left.
+    /// Called when the port has a frame to send.
     #[inline]
     fn refill(&mut self, now: u64) -> bool {
+        self.backlogged = true;
+        self.earn(now);
+        self.tokens > 0.0
+    }
+    #[inline]
+    fn earn(&mut self, now: u64) {
         if now > self.last_ns {
             self.tokens = (self.tokens + (now - self.last_ns) as f64 * self.rate).min(self.depth);
             self.last_ns = now;
         }
-        self.tokens > 0.0
     }
     /// Spends `flits` (a frame may overdraw); true if any are left.
     #[inline]
     fn take(&mut self, flits: u64) -> bool {
         self.tokens -= flits as f64;
         self.tokens > 0.0
+    }
+    /// At the end of a step. Credit banks only while frames wait: a port
+    /// that had frames to send and did not get to them (its engine thread
+    /// descheduled, say) catches up to its rate within the depth, but one
+    /// with nothing to send only pays off what it overdrew, so a sender
+    /// that pauses (or starts) goes on at the rate, not with a burst.
+    #[inline]
+    fn end_step(&mut self, now: u64) {
+        if !std::mem::take(&mut self.backlogged) {
+            self.earn(now);
+            self.tokens = self.tokens.min(0.0);
+        }
     }
 }
 

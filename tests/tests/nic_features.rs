@@ -171,17 +171,29 @@ fn a_limiter_with_deep_bursts_starts_at_its_rate() {
     // One flit per 100 cycles again, in bursts of up to 20 000 flits (10 ms
     // of credit, as pktgen widens its limiter).
     dev.set_rate_limit(0, Some((20_000, 2_000_000))).unwrap();
-    e.run_until_idle(10);
+    let sent = |e: &Engine| e.stats().ports[0].counters.tx_frames;
+    let run_us = |e: &mut Engine, dev: &mut Device, us: usize| {
+        for _ in 0..us {
+            e.step();
+            t.fetch_add(1000, Ordering::Relaxed);
+            dev.reap_completions().unwrap();
+        }
+    };
+    // The limiter set, nothing to send for 5 ms (an application setting up).
+    run_us(&mut e, &mut dev, 5000);
     send_frames(&mut dev, tx, 0, 4000, 0);
-    for _ in 0..100 {
-        e.step();
-        t.fetch_add(1000, Ordering::Relaxed);
-        dev.reap_completions().unwrap();
-    }
+    run_us(&mut e, &mut dev, 100);
     // 100 us at 2 M frames/s: 200 frames, not the 4000 a full bucket
     // would let out at once.
-    let sent = e.stats().ports[0].counters.tx_frames;
-    assert!((195..=205).contains(&sent), "{sent}");
+    assert!((195..=205).contains(&sent(&e)), "{}", sent(&e));
+    // The rest at the rate; then a pause of 5 ms with nothing to send banks
+    // nothing either.
+    run_us(&mut e, &mut dev, 1900);
+    assert_eq!(sent(&e), 4000);
+    run_us(&mut e, &mut dev, 5000);
+    send_frames(&mut dev, tx, 4000, 1000, 0);
+    run_us(&mut e, &mut dev, 100);
+    assert!((4195..=4205).contains(&sent(&e)), "{}", sent(&e));
 }
 
 #[test]
