@@ -128,6 +128,12 @@ pub struct GeneratorCounters {
     pub duplicate: u64,
     /// Frames that came back but were not this generator's test frames.
     pub foreign: u64,
+    /// Frames the NIC dropped as they arrived from this generator (no pipe
+    /// or queue matched, no room, ...; counted by cause in the port's and
+    /// pipes' counters too). They will not come back, so they leave the
+    /// in-flight window.
+    #[serde(default)]
+    pub dropped_on_arrival: u64,
     /// Round-trip times since the last reset, when timestamping is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
@@ -136,7 +142,7 @@ pub struct GeneratorCounters {
 impl GeneratorCounters {
     pub fn in_flight(&self) -> u64 {
         self.sent
-            .saturating_sub(self.returned + self.corrupt + self.duplicate)
+            .saturating_sub(self.returned + self.corrupt + self.duplicate + self.dropped_on_arrival)
     }
 }
 

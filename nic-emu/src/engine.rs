@@ -827,9 +827,11 @@ impl Engine {
                     port: i,
                     ts,
                     counters: &mut p.counters,
+                    dropped: 0,
                 };
                 let (sent, sent_bytes) = (g.counters.sent, g.counters.sent_bytes);
                 work += g.emit_to(now, &clock, &mut sink);
+                g.counters.dropped_on_arrival += sink.dropped;
                 core.close_runs();
                 // Every frame the generator sent arrived at the port.
                 p.counters.rx_frames += g.counters.sent - sent;
@@ -1154,6 +1156,8 @@ struct RxSink<'a> {
     /// The port's timestamp offset (see [`Core::deliver`]).
     ts: Option<usize>,
     counters: &'a mut PortCounters,
+    /// Frames the NIC dropped as they arrived.
+    dropped: u64,
 }
 
 /// Frames the generator sends to a target (a frame pipe or a descriptor
@@ -1415,8 +1419,9 @@ impl port::FrameSink for &mut RxSink<'_> {
             Some(t) => core.close_run(t as usize & (RUN_SLOTS - 1)),
             None => core.close_runs(),
         }
-        if let Some(t) = core.deliver(self.port, self.ts, self.counters, frame, pre) {
-            core.open_run(self.port, self.ts, t);
+        match core.deliver(self.port, self.ts, self.counters, frame, pre) {
+            Some(t) => core.open_run(self.port, self.ts, t),
+            None => self.dropped += 1,
         }
     }
 }

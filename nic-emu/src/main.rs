@@ -341,8 +341,8 @@ fn print_stats(s: &Stats) {
         );
         if let Some(g) = &p.generator {
             println!(
-                "    generator: sent {}, returned {}, corrupt {}, duplicate {}, foreign {}",
-                g.sent, g.returned, g.corrupt, g.duplicate, g.foreign
+                "    generator: sent {}, returned {}, corrupt {}, duplicate {}, foreign {}, dropped on arrival {}",
+                g.sent, g.returned, g.corrupt, g.duplicate, g.foreign, g.dropped_on_arrival
             );
         }
     }

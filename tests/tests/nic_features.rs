@@ -571,3 +571,44 @@ fn round_robin_holds_for_fallback_pipes_added_later() {
     assert_eq!(counts, [100, 100, 100]);
     assert_eq!(e.stats().apps[0].counters.reject_bad_config, 0);
 }
+
+#[test]
+fn frames_dropped_on_arrival_leave_the_generators_window() {
+    let g = nic_emu::GeneratorConfig {
+        max_in_flight: Some(8),
+        ..Default::default()
+    };
+    let (cfg, _d) = device("window", vec![WireConfig::Generator(g)]);
+    let mut e = Engine::new(cfg).unwrap();
+    // No application yet: every frame matches nothing and is dropped.
+    for _ in 0..10 {
+        e.step();
+    }
+    let gen = |e: &Engine| e.stats().generator(0).unwrap().clone();
+    let before = gen(&e);
+    assert!(before.sent >= 8, "{before:?}");
+    assert_eq!(before.dropped_on_arrival, before.sent);
+    assert_eq!(e.stats().ports[0].counters.drop_no_match, before.sent);
+    // Once a pipe receives them, frames flow: the dropped ones did not
+    // keep the window shut.
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let p = dev.alloc_rxtx_pipe(true).unwrap();
+    let echo = FrameKind::Ipv4Udp.echo_offset();
+    for _ in 0..200 {
+        e.step();
+        let n = {
+            let mut b = dev.recv(p).unwrap();
+            for f in b.packets_mut() {
+                f[echo] = f[echo].wrapping_add(1);
+            }
+            b.len()
+        };
+        if n > 0 {
+            dev.send_and_free(p, n).unwrap();
+        }
+    }
+    let after = gen(&e);
+    assert!(after.returned >= 100, "{after:?}");
+    assert_eq!(after.corrupt, 0);
+    assert_eq!(after.dropped_on_arrival, before.sent);
+}
