@@ -474,6 +474,14 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
             cfg.timestamp_offset
         ));
     }
+    if stream.padded() > 0 {
+        report.notes.push(format!(
+            "{} of {} frames of the pcap were cut short when captured (a snap length); \
+             they are sent padded with zeros to their original length",
+            stream.padded(),
+            stream.set_len()
+        ));
+    }
     if stream.flows_left_out() > 0 {
         report.notes.push(format!(
             "{} flows are not sent: one pass of synthetic traffic holds at most {} frames",

@@ -113,8 +113,12 @@ pub enum ReplayError {
         /// Its length.
         len: usize,
     },
-    /// Captured with a snap length: part of the frame is missing.
-    #[error("frame {frame} was cut to {captured} of {original} bytes when captured")]
+    /// Captured with a snap length, and too long on the wire to be sent
+    /// padded back to its length.
+    #[error(
+        "frame {frame} was cut to {captured} of {original} bytes when captured; \
+         {original} B is more than the {MAX_FRAME} B the NIC sends, so it cannot be padded back"
+    )]
     Snapped {
         /// Frame number, from 1.
         frame: u64,
@@ -205,14 +209,30 @@ fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
 }
 
 /// Calls `f` with every record of a pcap stream, numbered from 1.
+///
+/// The records are read raw and checked here rather than by pcap-file's
+/// `next_packet`, which refuses a record whose original length exceeds the
+/// file's snap length: exactly what `tcpdump -s 64` writes for every frame
+/// longer than 64 B. The captured length must still be within the snap
+/// length and the original length.
 fn for_each_record<R: Read>(
     r: R,
     mut f: impl FnMut(u64, &PcapPacket<'_>) -> Result<(), PcapErrorKind>,
 ) -> Result<(), PcapErrorKind> {
     let mut reader = open(r)?;
+    let header = reader.header();
     let mut record = 0u64;
-    while let Some(p) = reader.next_packet() {
+    while let Some(p) = reader.next_raw_packet() {
         record += 1;
+        let p = p.and_then(|raw| {
+            if raw.incl_len > header.snaplen {
+                return Err(pcap_file::PcapError::InvalidField(
+                    "captured length above the file's snap length",
+                ));
+            }
+            // Every length check but orig_len <= snap_len.
+            raw.try_into_pcap_packet(header.ts_resolution, u32::MAX)
+        });
         let p = p.map_err(|e| match e {
             pcap_file::PcapError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 PcapErrorKind::TruncatedRecord { record }
@@ -285,6 +305,7 @@ pub struct ReplaySet {
     /// End offset of each frame in `data`.
     ends: Vec<usize>,
     trimmed: u64,
+    padded: u64,
 }
 
 impl ReplaySet {
@@ -295,18 +316,34 @@ impl ReplaySet {
     }
 
     /// Loads the frames of a pcap stream; `name` labels errors.
+    ///
+    /// A frame cut short when captured (a snap length, as `tcpdump -s`
+    /// writes) is padded with zeros back to its original length, so that
+    /// it matches the length its headers state, if that length is one the
+    /// NIC sends ([`ReplaySet::padded`] counts them); a longer one is a
+    /// [`ReplayError::Snapped`].
     pub fn from_reader<R: Read>(r: R, name: impl AsRef<Path>) -> Result<Self, PcapError> {
         let mut set = ReplaySet::default();
+        let mut frame = Vec::new();
         let res = for_each_record(r, |record, p| {
-            if (p.data.len() as u64) < u64::from(p.orig_len) {
+            let (captured, original) = (p.data.len(), p.orig_len as usize);
+            if captured >= original {
+                set.push(record, &p.data)?;
+                return Ok(());
+            }
+            if original > MAX_FRAME {
                 return Err(ReplayError::Snapped {
                     frame: record,
-                    captured: p.data.len() as u32,
+                    captured: captured as u32,
                     original: p.orig_len,
                 }
                 .into());
             }
-            set.push(record, &p.data)?;
+            frame.clear();
+            frame.extend_from_slice(&p.data);
+            frame.resize(original, 0);
+            set.push(record, &frame)?;
+            set.padded += 1;
             Ok(())
         })
         .and_then(|()| {
@@ -393,6 +430,12 @@ impl ReplaySet {
     /// Frames whose padding or trailer was dropped.
     pub fn trimmed(&self) -> u64 {
         self.trimmed
+    }
+
+    /// Frames cut short when captured, padded with zeros back to their
+    /// original length.
+    pub fn padded(&self) -> u64 {
+        self.padded
     }
 
     /// Mean length and flits, for converting rates.
@@ -680,13 +723,17 @@ mod tests {
 
     /// A classic little-endian microsecond pcap, built by hand.
     fn pcap_bytes(link: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        pcap_bytes_snap(link, 65535, records)
+    }
+
+    fn pcap_bytes_snap(link: u32, snaplen: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(&0xA1B2_C3D4u32.to_le_bytes());
         b.extend_from_slice(&2u16.to_le_bytes());
         b.extend_from_slice(&4u16.to_le_bytes());
         b.extend_from_slice(&0i32.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
-        b.extend_from_slice(&65535u32.to_le_bytes());
+        b.extend_from_slice(&snaplen.to_le_bytes());
         b.extend_from_slice(&link.to_le_bytes());
         for (i, (incl, orig, data)) in records.iter().enumerate() {
             b.extend_from_slice(&(1_000 + i as u32).to_le_bytes());
@@ -819,6 +866,32 @@ mod tests {
     }
 
     #[test]
+    fn snaplen_cut_frames_are_padded_back_to_their_length() {
+        // As `tcpdump -s 64` writes: snap length 64, a 242 B frame saved
+        // as its first 64 B, and a 60 B frame saved whole.
+        let f = frames(&[242, 60], FrameKind::Ipv4Udp);
+        let bytes = pcap_bytes_snap(1, 64, &[(64, 242, &f[0][..64]), (60, 60, &f[1])]);
+        let set = ReplaySet::from_reader(bytes.as_slice(), "t").unwrap();
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.padded(), 1);
+        let first = set.frame(0);
+        assert_eq!(first.len(), 242);
+        assert_eq!(&first[..64], &f[0][..64]);
+        assert!(first[64..].iter().all(|&b| b == 0));
+        assert_eq!(set.frame(1), &f[1][..]);
+        // The capture reader keeps the record as it is.
+        let c = read_capture_from(bytes.as_slice(), "t").unwrap();
+        assert_eq!((c[0].data.len(), c[0].orig_len), (64, 242));
+        // A captured length above the snap length is still refused.
+        let e = kind_of(&pcap_bytes_snap(1, 64, &[(100, 100, &f[0][..100])]));
+        assert!(
+            matches!(e, PcapErrorKind::BadRecord { record: 1, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("snap length"), "{e}");
+    }
+
+    #[test]
     fn bad_records_and_unreplayable_frames() {
         let big = vec![0u8; 1600];
         let e = kind_of(&pcap_bytes(1, &[(1600, 1600, &big)]));
@@ -831,16 +904,22 @@ mod tests {
         ));
         assert!(e.to_string().contains("1600 bytes, more than the 1536 B"));
         let f = frames(&[200], FrameKind::Ipv4Udp).remove(0);
-        // Captured with a snap length of 100.
-        let e = kind_of(&pcap_bytes(1, &[(100, 200, &f[..100])]));
+        // Captured with a snap length of 100, 1600 B on the wire: too long
+        // to pad back.
+        let e = kind_of(&pcap_bytes(1, &[(100, 1600, &f[..100])]));
         assert!(matches!(
             e,
             PcapErrorKind::Replay(ReplayError::Snapped {
                 frame: 1,
                 captured: 100,
-                original: 200
+                original: 1600
             })
         ));
+        assert_eq!(
+            e.to_string(),
+            "frame 1 was cut to 100 of 1600 bytes when captured; 1600 B is more than \
+             the 1536 B the NIC sends, so it cannot be padded back"
+        );
         // incl_len > orig_len is refused by the parser.
         let e = kind_of(&pcap_bytes(1, &[(200, 100, &f)]));
         assert!(

@@ -43,6 +43,8 @@ pub struct TxStream {
     flows_left_out: u64,
     /// Length of the shortest frame of a pass (no FCS).
     min_len: usize,
+    /// Frames of a pcap cut short when captured and padded back.
+    padded: u64,
 }
 
 impl TxStream {
@@ -72,6 +74,7 @@ impl TxStream {
             non_ipv4,
             flows_left_out: 0,
             min_len: if set.is_empty() { 0 } else { min_len },
+            padded: set.padded(),
         }
     }
 
@@ -151,6 +154,12 @@ impl TxStream {
     /// Flows of a synthetic spec that one pass leaves out (0 if all are in).
     pub fn flows_left_out(&self) -> u64 {
         self.flows_left_out
+    }
+
+    /// Frames of a pcap that were cut short when captured and are sent
+    /// padded with zeros back to their original length.
+    pub fn padded(&self) -> u64 {
+        self.padded
     }
 
     /// Goodput bytes of stream frames `first..first + n`.

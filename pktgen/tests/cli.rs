@@ -479,3 +479,48 @@ fn an_interrupted_search_reports_what_it_finished() {
     assert!(!sizes[1]["trials"].as_array().unwrap().is_empty());
     assert_eq!(sizes[1]["converged"], false);
 }
+
+#[test]
+fn a_snaplen_cut_pcap_is_replayed_padded() {
+    // As `tcpdump -s 64` writes: snap length 64, a 242 B frame saved as
+    // its first 64 B (orig_len 242), and a 60 B frame saved whole.
+    let f = common::frames(&[(Ipv4Udp, 242), (Ipv4Udp, 60)]);
+    let mut b = Vec::new();
+    for v in [0xA1B2_C3D4u32, 0x0004_0002, 0, 0, 64, 1] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for (data, orig) in [(&f[0][..64], 242u32), (&f[1][..], 60)] {
+        for v in [1u32, 0, data.len() as u32, orig] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(data);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("snap.pcap");
+    std::fs::write(&pcap, &b).unwrap();
+    let cap = dir.path().join("back.pcap");
+    let out = pktgen(&[
+        s(&pcap),
+        "--in-process",
+        "--count",
+        "2",
+        "--rate",
+        "100Mbps",
+        "--capture",
+        s(&cap),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("cut short")).collect();
+    assert_eq!(
+        notes,
+        ["pktgen: note: 1 of 2 frames of the pcap were cut short when captured (a snap length); \
+          they are sent padded with zeros to their original length"],
+        "{err}"
+    );
+    // The frame went out at its length on the wire.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("lost 0 of 2"));
+    let mut lens: Vec<usize> = common::read_pcap(&cap).iter().map(Vec::len).collect();
+    lens.sort_unstable();
+    assert_eq!(lens, [60, 242]);
+}
