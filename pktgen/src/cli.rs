@@ -146,13 +146,14 @@ pub struct Args {
     /// the upper end of the search.
     #[arg(long)]
     pub zero_loss: bool,
-    /// Zero-loss search precision, Gb/s.
+    /// Zero-loss search precision, Gb/s (default 0.1).
     #[arg(long, value_name = "GBPS", allow_negative_numbers = true)]
     pub precision: Option<f64>,
-    /// Zero-loss trial length, ms (at most an hour).
+    /// Zero-loss trial length, ms (default 1000, at most an hour).
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub trial_ms: Option<u64>,
-    /// Zero-loss warm-up before each size, ms (at most an hour).
+    /// Zero-loss warm-up before each size, ms (default 5000, 0 for none, at
+    /// most an hour).
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub warmup_ms: Option<u64>,
     /// Zero-loss frame sizes with FCS, comma-separated
@@ -879,6 +880,18 @@ mod tests {
         assert_eq!(z.precision_gbps, 0.1);
         assert_eq!(z.trial, Duration::from_secs(1));
         assert_eq!(z.warmup, Duration::from_secs(5));
+        // --help states these defaults.
+        let help = <Args as clap::CommandFactory>::command()
+            .render_help()
+            .to_string();
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for want in [
+            "precision, Gb/s (default 0.1)",
+            "trial length, ms (default 1000,",
+            "before each size, ms (default 5000,",
+        ] {
+            assert!(flat.contains(want), "{want}: {help}");
+        }
         let c = run(&[
             "--zero-loss",
             "--rate",

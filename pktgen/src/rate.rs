@@ -121,6 +121,20 @@ pub enum RateError {
         /// Cycles.
         den: u32,
     },
+    /// A rate in Gb/s or Mpps that would take more than one flit per cycle
+    /// with the traffic's frames.
+    #[error(
+        "{flits_per_cycle:.3} flits per cycle with these frames; the NIC sends at most one: \
+         {max_gbps:.3} Gb/s, {max_mpps:.3} Mpps"
+    )]
+    AboveNicMost {
+        /// Flits per cycle the rate would take.
+        flits_per_cycle: f64,
+        /// The most the NIC sends of these frames, Gb/s of throughput.
+        max_gbps: f64,
+        /// The same in Mpps.
+        max_mpps: f64,
+    },
     /// Too slow to express with a denominator of at most `max_den`.
     #[error(
         "rate is below 1/{max_den} flits per cycle, the slowest the rate limiter can be set to"
@@ -296,10 +310,12 @@ impl Rate {
         let per_cycle = self.pps(p) * p.mean_flits.max(1.0) / NIC_CLOCK_HZ;
         // `Line` is at most one flit per cycle by definition.
         if per_cycle > 1.0 + 1e-9 && *self != Rate::Line {
-            // Report the request scaled to max_den so the message has numbers.
-            let den = max_den.max(1);
-            let num = (per_cycle * f64::from(den)).min(f64::from(u32::MAX)) as u32;
-            return Err(RateError::AboveOneFlitPerCycle { num, den });
+            let most = Rate::Flits(RateLimit { num: 1, den: 1 });
+            return Err(RateError::AboveNicMost {
+                flits_per_cycle: per_cycle,
+                max_gbps: most.throughput_gbps(p),
+                max_mpps: most.pps(p) / 1e6,
+            });
         }
         let (num, den) = best_rational(per_cycle.min(1.0), u64::from(max_den.max(1)));
         if num == 0 {
@@ -531,7 +547,7 @@ mod tests {
         );
         assert!(matches!(
             Rate::gbps(100.0).limiter_setting(&p),
-            Err(RateError::AboveOneFlitPerCycle { .. })
+            Err(RateError::AboveNicMost { .. })
         ));
         // Runts are no different: 30 B frames are one flit each.
         let p = FrameProfile::fixed(30);
@@ -630,8 +646,18 @@ mod tests {
         }
         assert!(matches!(
             Rate::gbps(200.0).rate_limit(&p, 1000),
-            Err(RateError::AboveOneFlitPerCycle { .. })
+            Err(RateError::AboveNicMost { .. })
         ));
+        // Said in the units asked in, with the most the NIC sends: at 64 B
+        // (one flit) that is 200 Mpps, 134.4 Gb/s.
+        assert_eq!(
+            Rate::gbps(200.0)
+                .limiter_setting(&FrameProfile::fixed(60))
+                .unwrap_err()
+                .to_string(),
+            "1.488 flits per cycle with these frames; the NIC sends at most one: \
+             134.400 Gb/s, 200.000 Mpps"
+        );
         assert_eq!(
             Rate::Pps(10.0).rate_limit(&p, 1000),
             Err(RateError::BelowLimiter { max_den: 1000 })

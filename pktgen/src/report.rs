@@ -103,7 +103,8 @@ pub struct Report {
     pub totals: Sample,
     /// Frames sent and not received.
     pub loss: Loss,
-    /// RTT percentiles, when RTT was measured.
+    /// RTT percentiles, when RTT was measured and at least one frame came
+    /// back timed (`null` otherwise, not zeros).
     pub latency: Option<LatencySummary>,
     /// The zero-loss search, when one ran.
     pub zero_loss: Option<SearchResult>,
@@ -149,7 +150,7 @@ impl Report {
         self.samples = recorder.samples().to_vec();
         self.totals = recorder.totals();
         self.loss = recorder.loss();
-        self.latency = rtt.map(LatencyHistogram::summary);
+        self.latency = rtt.filter(|h| !h.is_empty()).map(LatencyHistogram::summary);
     }
 
     /// Pretty-printed JSON.
@@ -226,6 +227,11 @@ mod tests {
         assert_eq!(j["loss"]["lost"], 3);
         assert_eq!(j["latency"]["p50_ns"], 1002);
         assert!(j["zero_loss"].is_null());
+        // RTT on but nothing timed came back: no latency, not zeros.
+        r.finish(&rec, Some(&LatencyHistogram::new()));
+        assert_eq!(r.latency, None);
+        let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert!(j["latency"].is_null(), "{}", j["latency"]);
     }
 
     #[test]

@@ -446,8 +446,8 @@ impl fmt::Display for LatencySummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "RTT p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns, max {} ns, mean {:.1} ns ({} samples)",
-            self.p50_ns, self.p90_ns, self.p99_ns, self.p999_ns, self.max_ns, self.mean_ns, self.count
+            "RTT min {} ns, p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns, max {} ns, mean {:.1} ns ({} samples)",
+            self.min_ns, self.p50_ns, self.p90_ns, self.p99_ns, self.p999_ns, self.max_ns, self.mean_ns, self.count
         )
     }
 }
@@ -778,7 +778,7 @@ mod tests {
         assert!((loss.ratio - 0.01).abs() < 1e-12);
         let line = summary_line(&loss, Some(&s));
         assert!(
-            line.starts_with("lost 10 of 1000 (1.0000%); RTT p50 500 ns"),
+            line.starts_with("lost 10 of 1000 (1.0000%); RTT min 1 ns, p50 500 ns"),
             "{line}"
         );
         assert_eq!(Loss::new(5, 7).excess, 2);
