@@ -94,6 +94,10 @@ pub struct AppCounters {
     pub reject_bad_tx_notification: u64,
     /// Frames in TX data whose headers could not be delimited.
     pub reject_bad_tx_frame: u64,
+    /// TX bytes dropped with such a frame: its own and the rest of its
+    /// notification, where the NIC cannot find where the next frame starts.
+    #[serde(default)]
+    pub tx_bytes_discarded: u64,
     /// Configuration notifications that were refused.
     pub reject_bad_config: u64,
     /// Descriptors (RX or TX) refused.
@@ -273,7 +277,9 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Every drop of an arriving frame, by cause (stable names).
+    /// Every frame the NIC dropped, by cause (stable names): arriving frames,
+    /// and frames software sent that it refused (`tx_bad_frame`,
+    /// `tx_bad_descriptor`).
     pub fn drops(&self) -> BTreeMap<&'static str, u64> {
         let mut m = BTreeMap::new();
         // Saturating: a stats file from elsewhere may hold any values.
@@ -298,9 +304,14 @@ impl Stats {
             }
         }
         pipe(&self.detached_pipes);
+        // Frames software sent that the NIC refused.
+        for a in &self.apps {
+            add("tx_bad_frame", a.counters.reject_bad_tx_frame);
+        }
         let mut queue = |c: &QueueCounters| {
             add("no_rx_descriptor", c.drop_no_descriptor);
             add("bad_descriptor", c.drop_bad_descriptor);
+            add("tx_bad_descriptor", c.tx_bad_descriptor);
         };
         for a in &self.apps {
             for q in &a.queues {
@@ -359,6 +370,7 @@ impl AppCounters {
         self.reject_bad_register_value += o.reject_bad_register_value;
         self.reject_bad_tx_notification += o.reject_bad_tx_notification;
         self.reject_bad_tx_frame += o.reject_bad_tx_frame;
+        self.tx_bytes_discarded += o.tx_bytes_discarded;
         self.reject_bad_config += o.reject_bad_config;
         self.reject_bad_descriptor += o.reject_bad_descriptor;
         self.notif_ring_full += o.notif_ring_full;

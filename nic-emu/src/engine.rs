@@ -2120,6 +2120,8 @@ impl Core {
                     }
                     Err(_) => {
                         app.counters.reject_bad_tx_frame += 1;
+                        // This flit and the rest of the notification.
+                        app.counters.tx_bytes_discarded += (FLIT + c.len - c.off) as u64;
                         (fill, need, start, pad) = (0, 0, 0, 0);
                         c.off = c.len; // cannot resynchronise: drop the rest
                         break;
@@ -2143,6 +2145,8 @@ impl Core {
                     }
                     Err(_) => {
                         app.counters.reject_bad_tx_frame += 1;
+                        // The frame's start and the rest of the notification.
+                        app.counters.tx_bytes_discarded += (fill + c.len - c.off) as u64;
                         (fill, need, start, pad) = (0, 0, 0, 0);
                         c.off = c.len; // cannot resynchronise: drop the rest
                         break;

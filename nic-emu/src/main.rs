@@ -349,7 +349,7 @@ fn print_stats(s: &Stats) {
     for a in &s.apps {
         let c = &a.counters;
         println!(
-            "  app {}: {} pipes, {} notifications, {} tx notifications, {} tx frames, rejected: {} foreign reg, {} bad reg, {} bad tx notif, {} bad tx frame, {} bad config",
+            "  app {}: {} pipes, {} notifications, {} tx notifications, {} tx frames, rejected: {} foreign reg, {} bad reg, {} bad tx notif, {} bad tx frame ({} B discarded), {} bad config",
             a.app_id,
             a.pipes.len(),
             c.rx_notifications,
@@ -359,6 +359,7 @@ fn print_stats(s: &Stats) {
             c.reject_bad_register_value,
             c.reject_bad_tx_notification,
             c.reject_bad_tx_frame,
+            c.tx_bytes_discarded,
             c.reject_bad_config
         );
     }

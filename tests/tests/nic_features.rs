@@ -612,3 +612,35 @@ fn frames_dropped_on_arrival_leave_the_generators_window() {
     assert_eq!(after.corrupt, 0);
     assert_eq!(after.dropped_on_arrival, before.sent);
 }
+
+#[test]
+fn a_tx_frame_that_cannot_be_delimited_is_counted_with_what_it_takes_along() {
+    let (cfg, _d) = device("bad-tx", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    let tf = TestFrames::new(1, 9);
+    let mut f = [0u8; 64];
+    let len = tf.build(FrameKind::Ipv4Udp, 0, 0, 64, &mut f);
+    // A good frame, one whose IPv4 total length (4) is shorter than its
+    // own header, then two good ones the NIC can no longer find.
+    let mut bad = f;
+    bad[16..18].copy_from_slice(&4u16.to_be_bytes());
+    let buf = dev.tx_buf(tx, 256).unwrap();
+    let mut at = write_frame(buf, &f[..len]).unwrap();
+    // Written raw: the library's `write_frame` refuses it.
+    buf[at..at + len].copy_from_slice(&bad[..len]);
+    at += 64;
+    for _ in 0..2 {
+        at += write_frame(&mut buf[at..], &f[..len]).unwrap();
+    }
+    assert_eq!(at, 256);
+    dev.send(tx, at, 0).unwrap();
+    e.run_until_idle(10);
+    let s = e.stats();
+    assert_eq!(s.ports[0].counters.tx_frames, 1);
+    let c = &s.apps[0].counters;
+    assert_eq!(c.reject_bad_tx_frame, 1);
+    assert_eq!(c.tx_bytes_discarded, 192);
+    assert_eq!(s.drops().get("tx_bad_frame"), Some(&1));
+}
