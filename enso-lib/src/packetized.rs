@@ -29,6 +29,8 @@ pub struct Mbuf {
     /// The owning handle's tag (its id's low 32 bits, never 0): a buffer
     /// of another handle is refused rather than posted or pooled here.
     tag: u32,
+    /// The flow hash the NIC wrote back (0 for buffers not received).
+    hash: u32,
 }
 
 impl Mbuf {
@@ -38,6 +40,11 @@ impl Mbuf {
     }
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+    /// The flow (RSS) hash the NIC computed for a received frame, as
+    /// DPDK's `mbuf.hash.rss`; 0 for a buffer from [`Device::alloc_mbuf`].
+    pub fn rss_hash(&self) -> u32 {
+        self.hash
     }
     /// Sets the frame length (at most the 2 KiB buffer). The wire carries
     /// frames of `nic_emu::wire::MIN_FRAME..=MAX_FRAME` bytes (14-1536):
@@ -272,7 +279,13 @@ impl Device {
             let len = len as u16;
             qs.stats.rx_packets += 1;
             qs.stats.rx_bytes += len as u64;
-            out.push(Mbuf { idx: b, len, tag });
+            let hash = d.qw0.load(Ordering::Relaxed) as u32;
+            out.push(Mbuf {
+                idx: b,
+                len,
+                tag,
+                hash,
+            });
             n += 1;
         }
         if qs.rx_pending >= RX_FREE_THRESH {
@@ -451,6 +464,7 @@ impl Device {
             idx,
             len: len.min(desc::BUF_SIZE) as u16,
             tag: self.pkt.tag,
+            hash: 0,
         })
     }
 

@@ -1400,7 +1400,7 @@ impl port::FrameSink for &mut RxSink<'_> {
             if run.target == t && memo.target_at(run.flows_version, run.fallback_version) == Some(t)
             {
                 if t >= layout::DESC_TARGET_BASE {
-                    if core.desc_run_frame(s, frame) {
+                    if core.desc_run_frame(s, frame, c.hash) {
                         return;
                     }
                 } else if !c.place.marker && run.room as usize >= c.place.flits {
@@ -1443,14 +1443,16 @@ impl Core {
         pre: Option<crate::port::Precomputed<'_>>,
     ) -> Option<u32> {
         let fallback = &mut self.fallback[port];
-        let (place, target) = match pre {
+        let (place, hash, target) = match pre {
             Some((c, memo)) => (
                 c.place,
+                c.hash,
                 steering::steer_memo(&self.flows, fallback, port as u16, c, memo),
             ),
             None => match wire::classify_full(frame) {
                 Ok(c) => (
                     c.place,
+                    c.hash,
                     steering::steer_classified(&self.flows, fallback, port as u16, &c),
                 ),
                 Err(FrameError::Oversize) => {
@@ -1469,7 +1471,7 @@ impl Core {
         };
         if pid >= layout::DESC_TARGET_BASE {
             let q = (pid - layout::DESC_TARGET_BASE) as usize;
-            return self.deliver_desc(q, pc, frame).then_some(pid);
+            return self.deliver_desc(q, pc, frame, hash).then_some(pid);
         }
         let pid = pid as usize;
         // Where it goes and whether it fits; if not, apply the application's

@@ -262,7 +262,8 @@ pub const DESC_TARGET_BASE: u32 = MAX_PIPES;
 /// of two formats.
 ///
 /// RX, read format (software): `qw0` = buffer address (offset in the DMA
-/// region), `qw1` = 0. RX, write-back format (NIC): `qw0` = RSS hash,
+/// region), `qw1` = 0. RX, write-back format (NIC): `qw0` = the frame's
+/// flow hash (`wire::hash_tuple` for IPv4, what RSS spreads queues by),
 /// `qw1` = status bits (`RX_DD`, `RX_EOP`, `RX_ERR`) | length << 32.
 /// Software posts a descriptor by writing `qw0`, then `qw1 = 0`, then rings
 /// the RX tail doorbell (a posted register write: SYNC POINT A). The NIC

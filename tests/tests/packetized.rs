@@ -185,3 +185,34 @@ fn hostile_descriptors_are_refused_and_others_unaffected() {
     let v = s.apps.iter().find(|a| a.app_id != info.app_id).unwrap();
     assert_eq!(v.counters.reject_bad_descriptor, 0);
 }
+
+#[test]
+fn rx_write_backs_carry_the_flow_hash() {
+    let g = GeneratorConfig {
+        count: Some(64),
+        flows: 16,
+        ..Default::default()
+    };
+    let (cfg, _d) = generator_device("pkt-hash", g);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, pkt_opts(1, 256)).unwrap();
+    let q = dev.alloc_queue(0, true).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        e.step();
+        dev.rx_burst(q, &mut got, 64).unwrap();
+    }
+    assert_eq!(got.len(), 64);
+    let mut hashes = std::collections::HashSet::new();
+    for m in &got {
+        let nic_emu::wire::SteerKey::Ipv4 { tuple, .. } =
+            nic_emu::wire::steer_key(dev.mbuf_data(m))
+        else {
+            panic!("an IPv4 test frame");
+        };
+        assert_eq!(m.rss_hash(), nic_emu::wire::hash_tuple(&tuple));
+        hashes.insert(m.rss_hash());
+    }
+    assert_eq!(hashes.len(), 16, "one hash per flow");
+    dev.free_mbufs(got);
+}

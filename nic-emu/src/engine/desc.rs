@@ -144,7 +144,13 @@ impl Core {
     /// The RX path into descriptor queue `q`.
     #[inline(always)]
     /// Returns whether the frame was written into a buffer.
-    pub(super) fn deliver_desc(&mut self, q: usize, pc: &mut PortCounters, frame: &[u8]) -> bool {
+    pub(super) fn deliver_desc(
+        &mut self,
+        q: usize,
+        pc: &mut PortCounters,
+        frame: &[u8],
+        hash: u32,
+    ) -> bool {
         if self.dqs[q].rx_ring != 0 && self.dqs[q].rx_head == self.dqs[q].rx_tail {
             self.look_before_drop(self.dqs[q].owner as usize);
         }
@@ -186,7 +192,7 @@ impl Core {
                     app.write(buf + off, &rtt.to_le_bytes());
                 }
             }
-            hand_back_rx(d, len);
+            hand_back_rx(d, len, hash);
             qc.rx_frames += 1;
             qc.rx_bytes += len as u64;
             self.frames += 1;
@@ -202,7 +208,7 @@ impl Core {
     /// done, when the frame needs deciding again (no descriptor, or a
     /// refused one).
     #[inline(always)]
-    pub(super) fn desc_run_frame(&mut self, slot: usize, frame: &[u8]) -> bool {
+    pub(super) fn desc_run_frame(&mut self, slot: usize, frame: &[u8], hash: u32) -> bool {
         let run = &mut self.runs[slot];
         let counts = &mut run.counts;
         let dq = &mut self.dqs[(run.target - layout::DESC_TARGET_BASE) as usize];
@@ -221,7 +227,7 @@ impl Core {
         app.write(buf, frame);
         counts.tlps += self.pcie.link.dma_write_tlps(buf as u64, len as u64);
         counts.dma_bytes += len as u64;
-        hand_back_rx(d, len);
+        hand_back_rx(d, len, hash);
         counts.frames += 1;
         counts.bytes += len as u64;
         counts.flits += crate::wire::flits(len) as u64;
@@ -354,10 +360,10 @@ fn fetch(pcie: &mut pcie_model::PcieCounters, f: u32, ring: usize, from: u32, n:
 }
 
 /// Hands RX descriptor `d` back to software holding a frame of `len`
-/// bytes (written before).
+/// bytes (written before), with the frame's flow (RSS) hash.
 #[inline(always)]
-fn hand_back_rx(d: &Descriptor, len: usize) {
-    d.qw0.store(0, Ordering::Relaxed);
+fn hand_back_rx(d: &Descriptor, len: usize, hash: u32) {
+    d.qw0.store(u64::from(hash), Ordering::Relaxed);
     // SYNC POINT E (Release): pairs with software's Acquire load of `qw1`;
     // the frame bytes and `qw0` are visible once DD is.
     d.qw1.store(
