@@ -64,7 +64,7 @@ pub enum DeviceError {
 pub enum FreeError {
     #[error("the pipe belongs to another device")]
     ForeignPipe,
-    #[error("freeing {asked} bytes but only {available} were received and not freed")]
+    #[error("{asked} bytes asked for, but only {available} are there (received and not yet freed, confirmed or returned)")]
     MoreThanReceived { asked: usize, available: usize },
     #[error("{0} bytes is not a multiple of 64")]
     Unaligned(usize),
