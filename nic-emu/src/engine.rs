@@ -190,6 +190,10 @@ struct App {
     asm: TxAssembler,
     /// Region spans (start, end) of its enabled RX pipes, sorted by start.
     rx_spans: Vec<(usize, usize)>,
+    /// Pipes owed a notification: software wrote their head while data was
+    /// pending and the notification ring was full. Announced as soon as
+    /// software frees ring slots, so no data waits unannounced.
+    owed: Vec<u32>,
     counters: AppCounters,
     /// The shared files, kept open (and so reachable by their paths) while
     /// the application is attached.
@@ -685,6 +689,7 @@ impl Engine {
             tx: None,
             asm: TxAssembler::new(),
             rx_spans: Vec::new(),
+            owed: Vec::new(),
             counters: AppCounters::default(),
             _files: [dma_file, mmio_file],
         };
@@ -1762,6 +1767,9 @@ impl Core {
             self.apply_register(slot, addr, value);
         }
         self.mmio_batch = batch;
+        if self.apps[slot].as_ref().is_some_and(|a| !a.owed.is_empty()) {
+            self.notify_owed(slot);
+        }
         n
     }
 
@@ -1951,6 +1959,35 @@ impl Core {
         } else {
             app.counters.notif_ring_full += 1;
             p.outstanding = false;
+            if !app.owed.contains(&pid) {
+                app.owed.push(pid);
+            }
+        }
+    }
+
+    /// Sends the notifications a full ring refused at head writes (see
+    /// `App::owed`), while the ring has room.
+    #[cold]
+    fn notify_owed(&mut self, slot: usize) {
+        let vis = visible_at(&self.clock, self.latency);
+        let app = self.apps[slot].as_mut().expect("caller checked");
+        while let Some(&pid) = app.owed.last() {
+            let p = &mut self.pipes[pid as usize];
+            // Still enabled, its own, with data and nothing announced since.
+            if p.base != 0 && app.owns_pipe(pid) && !p.outstanding && p.head != p.tail {
+                if !push_rx_notif(app, &mut self.pcie, self.ring_mask, pid, p.tail, vis) {
+                    return;
+                }
+                p.outstanding = true;
+                self.pipe_counters[pid as usize].notifications += 1;
+                if let Some(t) = self.trace.as_mut() {
+                    t.push(TraceEvent::Notify {
+                        pipe: pid,
+                        tail: p.tail,
+                    });
+                }
+            }
+            app.owed.pop();
         }
     }
 

@@ -162,3 +162,62 @@ fn prefetch_head_rewrite_sends_latest_tail_without_freeing() {
     assert_eq!(total, 10);
     check_reactive(&e.take_trace());
 }
+
+/// A head write that finds data pending owes a notification; when the
+/// notification ring is full at that moment, the NIC sends it as soon as
+/// software frees ring slots, rather than leaving the data unannounced
+/// until another frame happens to arrive for the pipe.
+#[test]
+fn a_notification_refused_by_a_full_ring_is_sent_once_there_is_room() {
+    use nic_emu::testframe::{FrameKind, TestFrames};
+    // Two frames for pipe A (flow 0), then one for each of 63 other pipes:
+    // as many notifications as a 64-entry ring holds.
+    let tf = TestFrames::new(64, 0);
+    let frame = |flow: u32| {
+        let mut b = [0u8; 64];
+        let n = tf.build(FrameKind::Ipv4Udp, 0, flow, 64, &mut b);
+        b[..n].to_vec().into_boxed_slice()
+    };
+    let mut frames = vec![frame(0), frame(0)];
+    frames.extend((1..64).map(frame));
+    let g = GeneratorConfig {
+        count: Some(65),
+        burst: 2,
+        paused: true,
+        replay: Some(nic_emu::ReplayFrames::new(frames).unwrap()),
+        ..Default::default()
+    };
+    let (mut cfg, _dir) = generator_device("owed", g);
+    cfg.notif_ring_entries = 64;
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts(64)).unwrap();
+    let pipes: Vec<_> = (0..64)
+        .map(|f| {
+            let p = dev.alloc_rx_pipe(false).unwrap();
+            dev.bind(p, TestFrames::flow_tuple(f)).unwrap();
+            // Configuration goes through the (64-entry) TX ring too.
+            e.run_until_idle(10);
+            p
+        })
+        .collect();
+    let a = pipes[0];
+    e.run_until_idle(10);
+    e.set_generators_paused(false);
+    // Both of A's frames arrive; one notification says the first is there.
+    e.step();
+    let first = dev.recv(a).unwrap().len();
+    assert_eq!(first, 64);
+    // The other pipes' frames fill the ring before A's is freed.
+    for _ in 0..40 {
+        e.step();
+    }
+    dev.free(a, first).unwrap();
+    e.step();
+    let s = e.stats();
+    assert_eq!(s.apps[0].counters.notif_ring_full, 1, "{:?}", s.drops());
+    assert_eq!(s.total_drops(), 0, "{:?}", s.drops());
+    // Software takes the other notifications, which frees the ring.
+    assert_eq!(dev.recv(pipes[1]).unwrap().len(), 64);
+    e.step();
+    assert_eq!(dev.recv(a).unwrap().len(), 64, "A's second frame announced");
+}
