@@ -1787,6 +1787,9 @@ impl Core {
                 return;
             }
             match r {
+                // The enabling order of the real NIC's software zeroes head
+                // and tail before writing the address: harmless, accepted.
+                reg::RX_HEAD | reg::RX_TAIL if value == 0 && self.pipes[q as usize].base == 0 => {}
                 reg::RX_HEAD => self.pipe_head_write(slot, q, value),
                 reg::RX_MEM_LOW => self.pipes[q as usize].pending_low = value,
                 reg::RX_MEM_HIGH => {
@@ -1807,6 +1810,9 @@ impl Core {
             let ring_bytes = entries as usize * layout::NOTIF_SLOT;
             let nb = &mut app.nb;
             match r {
+                // Zeroing before enabling, as for pipes.
+                reg::RX_HEAD | reg::RX_TAIL if value == 0 && nb.rx_ring == 0 => {}
+                reg::TX_HEAD | reg::TX_TAIL if value == 0 && nb.tx_ring == 0 => {}
                 reg::RX_HEAD if value < entries && nb.rx_ring != 0 => {
                     // The head may only move over notifications the NIC wrote.
                     let used = nb.rx_tail.wrapping_sub(nb.rx_head) & self.ring_mask;

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use enso::Device;
 use enso_tests::*;
 use nic_emu::engine::AttachRequest;
-use nic_emu::layout;
+use nic_emu::layout::{self, reg};
 use nic_emu::testframe::TestFrames;
 use nic_emu::wire::PROTO_UDP;
 use nic_emu::{Engine, GeneratorConfig, SizeSpec};
@@ -385,4 +385,53 @@ fn an_application_cannot_shrink_or_grow_its_shared_files() {
         }
     }
     assert_eq!(got, 1000);
+}
+
+#[test]
+fn zeroing_head_and_tail_before_enabling_is_accepted() {
+    // A generator that sends nothing: the engine looks at register writes
+    // every step.
+    let g = GeneratorConfig {
+        paused: true,
+        ..Default::default()
+    };
+    let (cfg, _dir) = generator_device("zeroing", g);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut raw = RawApp::attach(
+        &mut e,
+        AttachRequest {
+            pipes: 2,
+            dma_bytes: 8 << 20,
+            desc_queues: 0,
+        },
+    );
+    let info = raw.info.clone();
+    let nb = layout::NBUF_QUEUE_BASE + info.nbuf_id;
+    // The real NIC's enabling order: zero head and tail first.
+    for q in [info.pipe_base, info.pipe_base + 1] {
+        assert!(raw.post(layout::reg_addr(q, reg::RX_HEAD), 0));
+        assert!(raw.post(layout::reg_addr(q, reg::RX_TAIL), 0));
+    }
+    for r in [reg::RX_HEAD, reg::RX_TAIL, reg::TX_HEAD, reg::TX_TAIL] {
+        assert!(raw.post(layout::reg_addr(nb, r), 0));
+    }
+    raw.publish();
+    e.run_until_idle(10);
+    let c = e.stats().apps[0].counters.clone();
+    assert_eq!(c.mmio_writes, 8);
+    assert_eq!(
+        (c.reject_foreign_register, c.reject_bad_register_value),
+        (0, 0)
+    );
+    // Anything but zero there is still refused.
+    assert!(raw.post(layout::reg_addr(info.pipe_base, reg::RX_TAIL), 5));
+    assert!(raw.post(layout::reg_addr(info.pipe_base, reg::RX_HEAD), 5));
+    raw.publish();
+    e.run_until_idle(10);
+    let c = e.stats().apps[0].counters.clone();
+    assert_eq!(c.mmio_writes, 10);
+    assert_eq!(
+        (c.reject_foreign_register, c.reject_bad_register_value),
+        (1, 1)
+    );
 }
