@@ -527,6 +527,13 @@ mod tests {
         cfg.pipe_size = 64 << 10;
         cfg.notif_ring_entries = 256;
         let mut e = Engine::new(cfg).expect("engine");
+        let (dev, q) = queue_handle(&mut e);
+        (dev, q, e, dir)
+    }
+
+    /// A handle with one descriptor queue (64-entry rings) and its own pool
+    /// of 256 buffers, on `e`.
+    fn queue_handle(e: &mut Engine) -> (Device, QueueId) {
         let opts = DeviceOptions {
             pipes: 0,
             tx_pipes: 0,
@@ -536,9 +543,9 @@ mod tests {
             pool_buffers: 256,
             ..Default::default()
         };
-        let mut dev = Device::attach_engine(&mut e, opts).expect("attach");
+        let mut dev = Device::attach_engine(e, opts).expect("attach");
         let q = dev.alloc_queue(0, false).expect("queue");
-        (dev, q, e, dir)
+        (dev, q)
     }
 
     #[test]
@@ -581,27 +588,11 @@ mod tests {
         assert_eq!(dev.pool_usage().0, free_before + 4);
     }
 
-    /// A second handle, with its own pool, on the same engine.
-    fn second_handle(e: &mut Engine) -> (Device, QueueId) {
-        let opts = DeviceOptions {
-            pipes: 0,
-            tx_pipes: 0,
-            queues: 1,
-            rx_ring: 64,
-            tx_ring: 64,
-            pool_buffers: 256,
-            ..Default::default()
-        };
-        let mut dev = Device::attach_engine(e, opts).expect("attach");
-        let q = dev.alloc_queue(0, false).expect("queue");
-        (dev, q)
-    }
-
     #[test]
     #[should_panic(expected = "an Mbuf of another device")]
     fn mbuf_data_refuses_another_devices_buffer() {
         let (mut a, _qa, mut e, _dir) = queue_device();
-        let (b, _qb) = second_handle(&mut e);
+        let (b, _qb) = queue_handle(&mut e);
         // Index 0 exists in both pools; in `b`'s it is posted to the NIC.
         let m = a.alloc_mbuf(64).expect("buffer");
         let _ = b.mbuf_data(&m);
@@ -611,7 +602,7 @@ mod tests {
     #[should_panic(expected = "free_mbufs: an Mbuf of another device")]
     fn free_mbufs_refuses_another_devices_buffer() {
         let (mut a, _qa, mut e, _dir) = queue_device();
-        let (mut b, _qb) = second_handle(&mut e);
+        let (mut b, _qb) = queue_handle(&mut e);
         let m = a.alloc_mbuf(64).expect("buffer");
         b.free_mbufs([m]);
     }
@@ -619,7 +610,7 @@ mod tests {
     #[test]
     fn tx_burst_leaves_unsendable_buffers_with_the_caller() {
         let (mut a, qa, mut e, _dir) = queue_device();
-        let (mut b, _qb) = second_handle(&mut e);
+        let (mut b, _qb) = queue_handle(&mut e);
         let mine = |d: &mut Device, len| d.alloc_mbuf(len).expect("buffer");
         let (a_free, _) = a.pool_usage();
         // A good frame, another device's, then a good one after it.
