@@ -1014,6 +1014,8 @@ impl Device {
                 t.map.as_ptr(),
             )
         };
+        // The span is what the next `send` may send.
+        self.tx_pipes[tx.idx as usize].reserved = len;
         let batch = self.take(pipe.into(), true)?;
         // SAFETY: `at < size` and `len <= size - in flight`: inside the doubly mapped TX
         // pipe, in bytes the NIC is not reading (completed or never sent). The TX pipe is
@@ -1301,7 +1303,8 @@ impl Device {
     /// span (frames on 64 B boundaries; `len` a multiple of 64, except that
     /// the last frame's padding may be left out). `len` may be less than
     /// the span, not more ([`SendError::NotReserved`]); a send ends the
-    /// span, so each send needs its own `tx_buf`.
+    /// span, so each send needs its own `tx_buf` (or
+    /// [`Device::recv_with_tx_span`]).
     pub fn send(&mut self, pipe: TxPipe, len: usize, port: u32) -> Result<(), SendError> {
         if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
             return Err(SendError::ForeignPipe);
