@@ -128,7 +128,7 @@ fn the_apps_fail_when_their_device_dies() {
         assert_eq!(status.code(), Some(1), "{app}: {err}");
         assert_eq!(
             err,
-            format!("{app}: device gone: it closed the attachment (its process exited)\n")
+            format!("{app}: device gone: it was stopped or its process exited\n")
         );
     }
 }
