@@ -13,6 +13,7 @@ use clap::Args;
 use enso_apps::bench_api::{
     run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
 };
+use enso_apps::maglev::FlowWorkload;
 use enso_apps::nic::Interface;
 use serde::Serialize;
 
@@ -21,8 +22,8 @@ use crate::Common;
 
 /// What `--json` prints.
 const JSON_HELP: &str = "Print the results as one JSON array on stdout, one object per row \
-    (application, and the log monitor's pattern set and event share or KV's batch), and \
-    nothing on stderr but errors";
+    (application, and Maglev's flows, the log monitor's pattern set and event share or KV's \
+    batch), and nothing on stderr but errors";
 
 #[derive(Args, Debug, Clone, Serialize)]
 #[command(mut_arg("json", |a| a.help(JSON_HELP)))]
@@ -66,6 +67,18 @@ pub(crate) struct AppsArgs {
         value_parser = clap::value_parser!(u64).range(1..=32)
     )]
     kv_batch: Vec<u64>,
+    /// Maglev: flows the NIC's generator cycles through, one row each. The
+    /// paper's two workloads are 16 flows ("cached": every flow stays in
+    /// the connection table) and 1048576 ("SYN flood": far more than the
+    /// table's 65536 entries, so every packet is a new flow that is looked
+    /// up in the Maglev table and evicts an older one).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "16,1048576",
+        value_parser = clap::value_parser!(u32).range(1..=(1 << 24))
+    )]
+    maglev_flows: Vec<u32>,
     /// Trials per interface and application (alternating Ensō, packetized).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     rounds: u64,
@@ -112,6 +125,9 @@ struct AppOut {
     /// KV: requests per request frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     kv_batch: Option<usize>,
+    /// Maglev: flows the generator cycles through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flows: Option<u32>,
     unit: &'static str,
     enso: Side2,
     packetized: Side2,
@@ -232,6 +248,13 @@ fn services_of(set: &str) -> Result<Vec<String>, String> {
 
 /// The row name: the application, and the log monitor's pattern set.
 fn label(o: &AppOut) -> String {
+    if let Some(f) = o.flows {
+        return match f {
+            FlowWorkload::SYN_FLOOD_FLOWS => format!("{} ({f} flows, SYN flood)", o.app),
+            FlowWorkload::CACHED_FLOWS => format!("{} ({f} flows, cached)", o.app),
+            _ => format!("{} ({f} flows)", o.app),
+        };
+    }
     match (&o.patterns, o.kv_batch) {
         (Some(p), _) => match o.log_event_share {
             Some(s) => format!("{} ({p} patterns, {} events)", o.app, percent(s)),
@@ -296,7 +319,8 @@ fn app_name(app: AppKind) -> &'static str {
 }
 
 /// Options only some applications use: (id, flag, the applications).
-const APP_OPTIONS: [(&str, &str, &[AppKind]); 5] = [
+const APP_OPTIONS: [(&str, &str, &[AppKind]); 6] = [
+    ("maglev_flows", "--maglev-flows", &[AppKind::Maglev]),
     ("log_patterns", "--log-patterns", &[AppKind::Logmon]),
     ("log_event_shares", "--log-event-shares", &[AppKind::Logmon]),
     ("log_load", "--log-load", &[AppKind::Logmon]),
@@ -336,6 +360,7 @@ pub(crate) fn check(a: &AppsArgs, given: &Given) -> Result<(), String> {
     }
     super::check_unique("--log-patterns", &sets)?;
     super::check_unique("--kv-batch", &a.kv_batch)?;
+    super::check_unique("--maglev-flows", &a.maglev_flows)?;
     for (id, flag, users) in APP_OPTIONS {
         if given.has(id) && !apps.iter().any(|x| users.contains(x)) {
             let users: Vec<&str> = users.iter().map(|&x| app_name(x)).collect();
@@ -373,8 +398,9 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     let dir = super::results_dir("apps", a.save, &a.out)?;
     // One run per application, per pattern set for the log monitor and per
     // batch size for KV.
-    // (application, log monitor's pattern set and event share, KV batch)
-    type Run = (AppKind, Option<(String, f64)>, Option<usize>);
+    // (application, log monitor's pattern set and event share, KV batch,
+    // Maglev's flows)
+    type Run = (AppKind, Option<(String, f64)>, Option<usize>, Option<u32>);
     let mut runs: Vec<Run> = Vec::new();
     for app in apps {
         match app {
@@ -383,20 +409,25 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                     for set in &a.log_patterns {
                         let set = set.trim().to_string();
                         services_of(&set)?;
-                        runs.push((app, Some((set, share)), None));
+                        runs.push((app, Some((set, share)), None, None));
                     }
                 }
             }
             AppKind::Kv => {
                 for &b in &a.kv_batch {
-                    runs.push((app, None, Some(b as usize)));
+                    runs.push((app, None, Some(b as usize), None));
                 }
             }
-            _ => runs.push((app, None, None)),
+            AppKind::Maglev => {
+                for &f in &a.maglev_flows {
+                    runs.push((app, None, None, Some(f)));
+                }
+            }
+            _ => runs.push((app, None, None, None)),
         }
     }
     let mut outs = Vec::new();
-    for (app, log, kv_batch) in runs {
+    for (app, log, kv_batch, flows) in runs {
         let (patterns, log_event_share) = match log {
             Some((p, s)) => (Some(p), Some(s)),
             None => (None, None),
@@ -409,6 +440,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             app_core: placement.core(Side::B),
             pipes: a.pipes,
             kv_batch: kv_batch.unwrap_or(TrialOptions::default().kv_batch),
+            flows: flows.unwrap_or(TrialOptions::default().flows),
             log_services: patterns
                 .as_deref()
                 .map(services_of)
@@ -434,6 +466,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                             .zip(log_event_share)
                             .map(|(p, s)| format!(" ({p}, {} events)", percent(s)))
                             .or(kv_batch.map(|b| format!(" (batch {b})")))
+                            .or(flows.map(|f| format!(" ({f} flows)")))
                             .unwrap_or_default(),
                         round + 1,
                         iface.name(),
@@ -468,6 +501,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             patterns,
             log_event_share,
             kv_batch,
+            flows,
             unit: e[0].unit,
             speedup: median(ratios),
             app_cost_speedup: packetized.app_ns_per_unit / enso.app_ns_per_unit.max(1e-9),
@@ -610,6 +644,31 @@ mod tests {
     }
 
     #[test]
+    fn maglev_rows_name_their_workload() {
+        let row = |flows| AppOut {
+            app: "maglev",
+            patterns: None,
+            log_event_share: None,
+            kv_batch: None,
+            flows: Some(flows),
+            unit: "packets",
+            enso: side(&[]),
+            packetized: side(&[]),
+            speedup: 1.0,
+            app_cost_speedup: 1.0,
+            target_speedup: 2.5,
+            load: String::new(),
+            probe_rtt_ns: 0.0,
+            probe_after_rtt_ns: 0.0,
+            rounds: Vec::new(),
+            by_placement: Vec::new(),
+        };
+        assert_eq!(label(&row(16)), "maglev (16 flows, cached)");
+        assert_eq!(label(&row(1 << 20)), "maglev (1048576 flows, SYN flood)");
+        assert_eq!(label(&row(1000)), "maglev (1000 flows)");
+    }
+
+    #[test]
     fn event_shares_name_rows_as_percentages() {
         assert_eq!(percent(0.3), "30%");
         assert_eq!(percent(0.02), "2%");
@@ -647,6 +706,7 @@ mod tests {
                 "64",
             ],
             &["--apps", "maglev", "--line-rate-gbps", "100"],
+            &["--apps", "maglev", "--maglev-flows", "16,1048576,16777216"],
         ] {
             assert_eq!(check_words(ok), Ok(()), "{ok:?}");
         }
@@ -663,7 +723,8 @@ mod tests {
             Err("--kv-batch applies only to kv, and --apps selects maglev, telemetry".into())
         );
         for flag in [
-            &["--log-event-shares", "0.1"][..],
+            &["--maglev-flows", "16"][..],
+            &["--log-event-shares", "0.1"],
             &["--log-load", "client"],
             &["--kv-load", "client"],
         ] {
@@ -717,6 +778,9 @@ mod tests {
         assert!(check_words(&["--log-patterns", "sshd, sshd"]).is_err());
         assert!(check_words(&["--log-event-shares", "0.3,0.3"]).is_err());
         assert!(check_words(&["--kv-batch", "4,4"]).is_err());
+        assert!(check_words(&["--maglev-flows", "16,16"]).is_err());
+        assert!(check_words(&["--maglev-flows", "0"]).is_err());
+        assert!(check_words(&["--maglev-flows", "16777217"]).is_err());
         assert_eq!(
             check_words(&["--log-event-shares", "1.5"]),
             Err("--log-event-shares: 1.5 is outside 0..=1".into())
