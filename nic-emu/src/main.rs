@@ -85,7 +85,7 @@ enum Cmd {
         #[arg(long)]
         core: Option<usize>,
         /// Stop after this many seconds (above 0, at most 1e9; default: run
-        /// until SIGINT or SIGTERM).
+        /// until SIGINT, SIGTERM or SIGHUP).
         #[arg(long)]
         duration_s: Option<f64>,
         /// Print the final counters as JSON.
@@ -179,6 +179,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.pipe_writes = pipe_writes;
             cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
+            check_socket_path(&cfg.device_dir())?;
             if let Some(c) = core {
                 let usable = nic_emu::cores::usable_cores();
                 if !nic_emu::cores::can_pin(c, &usable) {
@@ -190,11 +191,14 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let duration = duration_s.map(check_duration_s).transpose()?;
             let progress = check_progress_s(progress_s)?;
+            // SIGHUP too: a device started from a terminal that is closed
+            // would otherwise die and leave its directory behind.
             // SAFETY: `on_signal` only stores to an atomic, which is
             // async-signal-safe.
             unsafe {
-                libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-                libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+                }
             }
             let opts = RunOptions {
                 core,
@@ -258,6 +262,23 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Checks that the control socket of the device directory `devdir` has a
+/// path a Unix socket can be bound to (at most 107 bytes on Linux). Checked
+/// before the device starts: binding fails only after the directory is
+/// made, and a directory left behind would outlive the error.
+fn check_socket_path(devdir: &Path) -> Result<(), String> {
+    let sock = devdir.join(device::CONTROL_SOCKET);
+    std::os::unix::net::SocketAddr::from_pathname(&sock)
+        .map(drop)
+        .map_err(|_| {
+            format!(
+                "{}: too long for a Unix socket path ({} bytes; shorten --name or --dir)",
+                sock.display(),
+                sock.as_os_str().len()
+            )
+        })
 }
 
 /// Why `nic-emu stats` has no counters to show for device `name` in

@@ -337,3 +337,56 @@ fn a_failed_standard_output_is_one_line_or_a_quiet_end_not_a_panic() {
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn a_name_too_long_for_the_socket_is_refused_and_leaves_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("cli-{}", "x".repeat(120));
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--duration-s",
+            "1",
+            "--progress-s",
+            "0",
+        ])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("nic-emu: ") && err.contains("too long for a Unix socket path"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn sighup_stops_the_device_and_removes_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nic = Command::new(BIN)
+        .args(["run", "--name", "cli-hup", "--progress-s", "0"])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        // Ends by itself should the test fail before it signals it.
+        .args(["--duration-s", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dev = dir.path().join("enso-cli-hup");
+    let start = Instant::now();
+    while !dev.join("stats.json").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "device not up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(nic.id() as i32, libc::SIGHUP) };
+    let status = nic.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!dev.exists());
+}
