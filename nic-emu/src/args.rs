@@ -26,6 +26,21 @@ pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// A flag that SIGINT (Ctrl-C) and SIGTERM set, for a tool that ends its
+/// run on either and still reports (and undoes what it set on the device);
+/// a second such signal, if the first did not end the run, ends the process
+/// at once with status 130.
+pub fn stop_on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // The first registration exits only once the flag is already set.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    stop
+}
+
 /// Parses the process's arguments as `P`. Help and version requests print
 /// as clap prints them; a usage error, a missing subcommand included (which
 /// clap answers with the whole help), prints `<program>: <message>` on one

@@ -4,8 +4,10 @@
 //! response is checked; prints the rate and round-trip latency
 //! percentiles. The port must be cabled to the server's, e.g.
 //! `nic-emu run --name dev0 --port cable:1 --port cable:0`, `kv --device
-//! dev0 --port 0`, `kv-client --device dev0 --port 1`.
+//! dev0 --port 0`, `kv-client --device dev0 --port 1`. Ctrl-C (or
+//! SIGTERM) ends the run and still reports it.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -120,6 +122,9 @@ fn run(a: Args) -> CliResult<()> {
             ..Default::default()
         },
     )?;
+    // Ctrl-C ends the run, which is then reported as any other.
+    let interrupt = nic_emu::args::stop_on_interrupt();
+    let mut interrupted = false;
     let stop = a.connect.duration_s.map(Duration::from_secs_f64);
     let every = (a.connect.progress_s > 0.0).then(|| Duration::from_secs_f64(a.connect.progress_s));
     let start = Instant::now();
@@ -147,6 +152,10 @@ fn run(a: Args) -> CliResult<()> {
         if now - last_check >= cli::ALIVE_CHECK {
             c.pipe.dev.check_alive()?;
             last_check = now;
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
         }
         if stop.is_some_and(|s| now - start >= s) {
             break;
@@ -170,6 +179,14 @@ fn run(a: Args) -> CliResult<()> {
     if preloading {
         // Nothing of the workload ran: a rate and latencies here would be
         // the preload's, printed as if they were the workload's.
+        if interrupted {
+            return Err(format!(
+                "interrupted during the preload (a SET of each of the {} keys; {} responses \
+                 so far): no workload ran",
+                a.keys, r.responses
+            )
+            .into());
+        }
         return Err(format!(
             "the preload (a SET of each of the {} keys) did not finish before the run ended \
              ({} responses so far): give a longer --duration-s or larger --count, fewer --keys, \
@@ -187,11 +204,12 @@ fn run(a: Args) -> CliResult<()> {
             "mops": mops,
             "report": r,
             "client": c.client().stats(),
+            "interrupted": interrupted,
         });
         println!("{out}");
     } else {
         println!(
-            "kv-client: {:.3} Mops over {:.1} s after preload; latency p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns; {} requests, {} responses, {} hits, {} misses, {} lost frames, {} invalid frames, {} problems",
+            "kv-client: {:.3} Mops over {:.1} s after preload; latency p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns; {} requests, {} responses, {} hits, {} misses, {} lost frames, {} invalid frames, {} problems{}",
             mops,
             secs,
             r.latency.p50_ns,
@@ -204,7 +222,8 @@ fn run(a: Args) -> CliResult<()> {
             r.misses,
             r.frames_lost,
             r.bad_frames,
-            r.problems
+            r.problems,
+            if interrupted { " (interrupted)" } else { "" }
         );
     }
     if r.problems > 0 {

@@ -7,6 +7,7 @@
 //! ring may overflow (the NIC counts those drops).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -101,28 +102,78 @@ fn run(a: Args) -> CliResult<()> {
         return Err("the log is empty".into());
     }
     a.connect.pin("log-client");
-    let mut dev = a.connect.open(DeviceOptions {
+    let dev = a.connect.open(DeviceOptions {
         pipes: 0,
         tx_pipes: 1,
         ..Default::default()
     })?;
     let port = a.connect.port;
+    // From here on Ctrl-C ends the run rather than the process: a limit
+    // set below must be cleared, and what was sent reported.
+    let stop = nic_emu::args::stop_on_interrupt();
     // Only with --gbps: without it the port's setting (another tool's, an
-    // operator's) is left alone.
-    if limit.is_some() {
-        dev.set_rate_limit(port, limit)?;
-    }
-    let mut c = PipeClient::new(dev, port, false)?;
-    let sent = send(&a, &mut c, text);
-    // The limit belongs to the port, not to this client: leave it
-    // unlimited for whatever runs next, even after a failed send.
-    let cleared = match limit {
-        Some(_) => c.dev.set_rate_limit(port, None),
-        None => Ok(()),
+    // operator's) is left alone. The limit is set and cleared through an
+    // attachment of its own: a setting reaches the NIC through the TX
+    // notification ring, behind whatever was queued there before it, and
+    // behind a backlog sent at a low rate a clear would arrive only after
+    // this client had detached (so never, and the port would stay
+    // limited for whatever runs next).
+    let mut ctl = match limit {
+        Some(l) => {
+            let mut d = a.connect.open(DeviceOptions {
+                pipes: 0,
+                tx_pipes: 0,
+                ..Default::default()
+            })?;
+            apply_limit(&mut d, port, Some(l))
+                .map_err(|e| format!("setting the rate limit of port {port}: {e}"))?;
+            Some(d)
+        }
+        None => None,
     };
+    let mut c = PipeClient::new(dev, port, false)?;
+    // The limit belongs to the port, not to this client: leave it
+    // unlimited for whatever runs next, even after a failed send. Cleared
+    // before the last sends are waited for, which then go at line rate.
+    let mut cleared = None;
+    let sent = send(&a, &mut c, text, &stop, || {
+        cleared = Some(clear_limit(&mut ctl, port));
+    });
+    let cleared = cleared.unwrap_or_else(|| clear_limit(&mut ctl, port));
     sent?;
-    cleared.map_err(|e| format!("clearing the rate limit of port {port}: {e}"))?;
+    cleared
+}
+
+/// Longest wait for the NIC to apply a rate limit setting.
+const LIMIT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Sets `limit` on `port` through `ctl` (an attachment that sends nothing
+/// else) and waits until the NIC has applied it.
+fn apply_limit(ctl: &mut enso::Device, port: u32, limit: Option<(u32, u32)>) -> CliResult<()> {
+    ctl.set_rate_limit(port, limit)?;
+    let t = Instant::now();
+    while ctl.tx_in_flight() > 0 {
+        ctl.reap_completions()?;
+        ctl.check_alive()?;
+        if t.elapsed() > LIMIT_TIMEOUT {
+            return Err(format!(
+                "the NIC did not take the setting within {} s",
+                LIMIT_TIMEOUT.as_secs()
+            )
+            .into());
+        }
+        std::hint::spin_loop();
+    }
     Ok(())
+}
+
+/// Clears the rate limit of `port` through `ctl`, if a limit was set.
+fn clear_limit(ctl: &mut Option<enso::Device>, port: u32) -> CliResult<()> {
+    match ctl {
+        Some(d) => apply_limit(d, port, None)
+            .map_err(|e| format!("clearing the rate limit of port {port}: {e}").into()),
+        None => Ok(()),
+    }
 }
 
 /// Reads the log file `p`, of at most `max` bytes. Only a regular file:
@@ -150,15 +201,24 @@ fn read_log(p: &std::path::Path, max: u64) -> Result<Vec<u8>, String> {
     Ok(text)
 }
 
-/// Sends the log as `a` asks and prints what was sent.
-fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
+/// Sends the log as `a` asks (until `stop` is set, if sooner), calls
+/// `ended` once the last frame is queued, waits for the sends to complete
+/// and prints what was sent.
+fn send(
+    a: &Args,
+    c: &mut PipeClient,
+    text: Vec<u8>,
+    stop: &AtomicBool,
+    ended: impl FnOnce(),
+) -> CliResult<()> {
     let len = text.len() as u64;
     let mut src = LogSource::new(text, a.payload, a.passes != 1);
-    let stop = a.connect.duration_s.map(Duration::from_secs_f64);
+    let until = a.connect.duration_s.map(Duration::from_secs_f64);
     let every = (a.connect.progress_s > 0.0).then(|| Duration::from_secs_f64(a.connect.progress_s));
     let start = Instant::now();
     let (mut last, mut last_bytes) = (Instant::now(), 0u64);
     let mut last_check = Instant::now();
+    let mut interrupted = false;
     loop {
         if a.passes > 1 && src.passes >= a.passes {
             break;
@@ -174,8 +234,12 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
         if now - last_check >= cli::ALIVE_CHECK {
             c.dev.check_alive()?;
             last_check = now;
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
         }
-        if stop.is_some_and(|s| now - start >= s) {
+        if until.is_some_and(|s| now - start >= s) {
             break;
         }
         if every.is_some_and(|e| now - last >= e) {
@@ -188,6 +252,7 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
             (last, last_bytes) = (now, src.bytes);
         }
     }
+    ended();
     // Let the last sends complete before detaching.
     let t = Instant::now();
     while c.dev.tx_in_flight() > 0 && t.elapsed() < Duration::from_secs(2) {
@@ -203,16 +268,18 @@ fn send(a: &Args, c: &mut PipeClient, text: Vec<u8>) -> CliResult<()> {
             "log_bytes": src.bytes,
             "passes": src.passes,
             "log_gbps": src.bytes as f64 * 8.0 / secs / 1e9,
+            "interrupted": interrupted,
         });
         println!("{out}");
     } else {
         println!(
-            "log-client: {} packets, {} bytes of log ({} passes of {len} B) in {:.2} s, {:.3} Gb/s",
+            "log-client: {} packets, {} bytes of log ({} passes of {len} B) in {:.2} s, {:.3} Gb/s{}",
             c.sent_frames,
             src.bytes,
             src.passes,
             secs,
-            src.bytes as f64 * 8.0 / secs / 1e9
+            src.bytes as f64 * 8.0 / secs / 1e9,
+            if interrupted { " (interrupted)" } else { "" }
         );
     }
     Ok(())
