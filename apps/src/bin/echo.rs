@@ -17,9 +17,9 @@ use enso_apps::nic::Interface;
 struct Args {
     #[command(flatten)]
     serve: ServeArgs,
-    /// Prefetch notifications (on/off; default: the device's mode; Ensō
-    /// only).
-    #[arg(long)]
+    /// Prefetch notifications: on or off (also true/false, yes/no, 1/0;
+    /// default: the device's mode; Ensō only).
+    #[arg(long, value_name = "on|off", value_parser = clap::builder::BoolishValueParser::new())]
     prefetch: Option<bool>,
 }
 
@@ -109,5 +109,24 @@ mod tests {
             Err("--prefetch applies to Ensō pipes, not to --interface packetized".into())
         );
         assert!(check(&["--device", "d", "--queues", "0"]).is_err());
+    }
+
+    #[test]
+    fn prefetch_takes_on_and_off_as_its_help_says() {
+        let parse = |v: &str| {
+            Args::try_parse_from(["echo", "--prefetch", v])
+                .map(|a| a.prefetch)
+                .map_err(|e| e.to_string())
+        };
+        for (v, want) in [
+            ("on", true),
+            ("off", false),
+            ("true", true),
+            ("false", false),
+        ] {
+            assert_eq!(parse(v), Ok(Some(want)), "{v}");
+        }
+        assert!(parse("maybe").is_err());
+        assert_eq!(Args::try_parse_from(["echo"]).unwrap().prefetch, None);
     }
 }
