@@ -25,10 +25,11 @@ struct Args {
     #[arg(long, default_value_t = 1 << 20)]
     keys: u64,
     /// Share of GETs (the paper: 0.95 or 0.5).
-    #[arg(long, default_value_t = 0.95)]
+    // Negative values reach the workload's check, which says what is wrong.
+    #[arg(long, default_value_t = 0.95, allow_negative_numbers = true)]
     get_ratio: f64,
     /// Zipf exponent of key popularity.
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, allow_negative_numbers = true)]
     zipf: f64,
     /// Requests per request frame.
     #[arg(long, default_value_t = 4)]
@@ -104,6 +105,9 @@ fn run(a: Args) -> CliResult<()> {
         ..Default::default()
     };
     workload.endpoints.dst_port = a.server_port;
+    // Checked before attaching: a bad --zipf or --get-ratio is the answer,
+    // not a device that is not running.
+    enso_apps::kv::KvClient::new(workload)?;
     a.connect.pin("kv-client");
     let dev = a.connect.open(DeviceOptions {
         pipes: 1,

@@ -71,7 +71,19 @@ fn check_table_size(table_size: usize, backends: usize) -> CliResult<()> {
 fn run(a: Args) -> CliResult<()> {
     a.check()?;
     let list = match &a.backends {
-        Some(p) => maglev::load_backends(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        Some(p) => {
+            let list = maglev::load_backends(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            // Said here, with the file's name: the table would only say
+            // that it has no backends.
+            if list.is_empty() {
+                return Err(format!(
+                    "{}: no backends (one `name ipv4 [mac]` per line; blank lines and # comments are skipped)",
+                    p.display()
+                )
+                .into());
+            }
+            list
+        }
         None => (0..a.backend_count)
             .map(|i| {
                 Backend::new(
@@ -83,7 +95,8 @@ fn run(a: Args) -> CliResult<()> {
     };
     let n = list.len();
     check_table_size(a.table_size, n)?;
-    let pool = Arc::new(BackendPool::new(list, a.table_size)?);
+    let pool =
+        Arc::new(BackendPool::new(list, a.table_size).map_err(|e| format!("--table-size: {e}"))?);
     let mut lb = Maglev::with_pool(pool, a.connections)?;
     let s = &a.serve;
     s.connect.pin("maglev");

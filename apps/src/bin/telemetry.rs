@@ -33,13 +33,14 @@ struct Args {
     #[arg(long, default_value_t = 5)]
     depth: usize,
     /// Probability that a (packet, row) slot is updated.
-    #[arg(long, default_value_t = 0.01)]
+    // Negative values reach the sketch's check, which says what is wrong.
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     probability: f64,
     /// Heavy-hitter table size.
     #[arg(long, default_value_t = 100)]
     top_k: usize,
     /// Heavy-hitter threshold, as a share of all packets.
-    #[arg(long, default_value_t = 0.0005)]
+    #[arg(long, default_value_t = 0.0005, allow_negative_numbers = true)]
     threshold: f64,
     /// Seconds between heavy-hitter reports on stderr (0: only at the end).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
