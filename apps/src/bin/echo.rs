@@ -63,20 +63,34 @@ fn run(a: &Args) -> CliResult<()> {
         });
         println!("{out}");
     } else {
-        println!(
-            "echo ({}): {} frames in {:.1} s ({:.2} Mpps, {:.1} ns/frame busy), {} echoed, {} other, {} notifications, {} TX notifications",
-            s.interface,
-            served.frames,
-            served.seconds,
-            served.mpps,
-            served.busy_ns_per_frame,
-            echo.echoed,
-            echo.other,
-            lib.notifications,
-            lib.tx_notifications
-        );
+        println!("{}", summary(s.interface, &served, &echo, &driver, &lib));
     }
     Ok(())
+}
+
+/// The final line: what was served, echoed, and sent back or dropped.
+/// The handler echoes every frame; the packetized driver drops those its
+/// full TX ring refuses, which `echoed` alone would pass off as sent.
+fn summary(
+    interface: Interface,
+    served: &cli::Served,
+    echo: &Echo,
+    driver: &enso::app::DriverStats,
+    lib: &enso::DeviceStats,
+) -> String {
+    format!(
+        "echo ({interface}): {} frames in {:.1} s ({:.2} Mpps, {:.1} ns/frame busy), {} echoed, {} other, {} sent back, {} dropped (TX ring full), {} notifications, {} TX notifications",
+        served.frames,
+        served.seconds,
+        served.mpps,
+        served.busy_ns_per_frame,
+        echo.echoed,
+        echo.other,
+        driver.forwarded,
+        driver.dropped,
+        lib.notifications,
+        lib.tx_notifications
+    )
 }
 
 #[cfg(test)]
@@ -109,6 +123,33 @@ mod tests {
             Err("--prefetch applies to Ensō pipes, not to --interface packetized".into())
         );
         assert!(check(&["--device", "d", "--queues", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_summary_counts_frames_the_tx_ring_refused() {
+        let served = cli::Served {
+            frames: 100,
+            ..Default::default()
+        };
+        let mut echo = Echo::new();
+        echo.echoed = 100;
+        let driver = enso::app::DriverStats {
+            frames: 100,
+            forwarded: 90,
+            dropped: 10,
+            ..Default::default()
+        };
+        let line = summary(
+            Interface::Packetized,
+            &served,
+            &echo,
+            &driver,
+            &Default::default(),
+        );
+        assert!(
+            line.contains("100 echoed, 0 other, 90 sent back, 10 dropped (TX ring full)"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use clap::Parser;
 use enso_apps::cli::{self, CliResult, ServeArgs};
 use enso_apps::kv::store::{MAX_BUCKETS, MAX_LOG_BYTES};
-use enso_apps::kv::{KvServer, ServerConfig, StoreConfig};
+use enso_apps::kv::{KvServer, ServerConfig, ServerStats, StoreConfig};
 use enso_apps::nic::{EnsoReplyDriver, Interface, PacketizedReplyDriver};
 
 #[derive(Parser)]
@@ -117,21 +117,34 @@ fn run(a: Args) -> CliResult<()> {
         });
         println!("{out}");
     } else {
-        println!(
-            "kv ({}): {} request frames in {:.1} s, {} requests ({:.3} Mops), {} GETs ({} hits), {} SETs, {} errors, {} frames dropped",
-            s.interface,
-            st.frames,
-            served.seconds,
-            st.requests,
-            st.requests as f64 / served.seconds / 1e6,
-            st.gets,
-            st.get_hits,
-            st.sets,
-            st.errors,
-            st.drops()
-        );
+        println!("{}", summary(s.interface, &served, st, &driver));
     }
     Ok(())
+}
+
+/// The final line. Frames dropped are the driver's: the server's own
+/// count misses the responses a driver could not send (the packetized
+/// driver's when its TX ring is full).
+fn summary(
+    interface: Interface,
+    served: &cli::Served,
+    st: &ServerStats,
+    driver: &enso::app::DriverStats,
+) -> String {
+    format!(
+        "kv ({interface}): {} request frames in {:.1} s, {} requests ({:.3} Mops), {} GETs ({} hits), {} SETs, {} errors, {} frames dropped ({} not answerable, {} answered but not sent)",
+        st.frames,
+        served.seconds,
+        st.requests,
+        st.requests as f64 / served.seconds / 1e6,
+        st.gets,
+        st.get_hits,
+        st.sets,
+        st.errors,
+        driver.dropped,
+        st.drops(),
+        driver.dropped.saturating_sub(st.drops())
+    )
 }
 
 #[cfg(test)]
@@ -142,6 +155,30 @@ mod tests {
         let a = Args::try_parse_from(std::iter::once("kv").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
         a.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_summary_counts_responses_the_tx_ring_refused() {
+        let st = ServerStats {
+            frames: 50,
+            drop_not_udp: 3,
+            ..Default::default()
+        };
+        let driver = enso::app::DriverStats {
+            frames: 50,
+            forwarded: 40,
+            dropped: 10,
+            ..Default::default()
+        };
+        let served = cli::Served {
+            seconds: 1.0,
+            ..Default::default()
+        };
+        let line = summary(Interface::Packetized, &served, &st, &driver);
+        assert!(
+            line.ends_with("10 frames dropped (3 not answerable, 7 answered but not sent)"),
+            "{line}"
+        );
     }
 
     #[test]

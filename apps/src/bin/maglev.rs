@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use clap::Parser;
 use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs};
-use enso_apps::maglev::{self, Backend, BackendPool, Maglev};
+use enso_apps::maglev::{self, Backend, BackendPool, Maglev, MaglevStats};
+use enso_apps::nic::Interface;
 
 #[derive(Parser)]
 #[command(name = "maglev", about = "Maglev load balancer on the emulated NIC")]
@@ -123,21 +124,35 @@ fn run(a: Args) -> CliResult<()> {
         });
         println!("{out}");
     } else {
-        println!(
-            "maglev ({}, {n} backends): {} frames in {:.1} s ({:.3} Mpps, {:.1} ns/frame busy), {} forwarded, {} dropped, {} connection hits, {} misses, {} evictions",
-            s.interface,
-            served.frames,
-            served.seconds,
-            served.mpps,
-            served.busy_ns_per_frame,
-            st.forwarded,
-            st.dropped,
-            st.connection_hits,
-            st.connection_misses,
-            st.connection_evictions
-        );
+        println!("{}", summary(s.interface, n, &served, st, &driver));
     }
     Ok(())
+}
+
+/// The final line. Forwarded and dropped are the driver's: Maglev's own
+/// counts miss the frames the packetized driver drops when its TX ring is
+/// full (those Maglev rewrote, and counted as forwarded).
+fn summary(
+    interface: Interface,
+    backends: usize,
+    served: &cli::Served,
+    st: &MaglevStats,
+    driver: &enso::app::DriverStats,
+) -> String {
+    format!(
+        "maglev ({interface}, {backends} backends): {} frames in {:.1} s ({:.3} Mpps, {:.1} ns/frame busy), {} forwarded, {} dropped ({} not IPv4 TCP/UDP, {} TX ring full), {} connection hits, {} misses, {} evictions",
+        served.frames,
+        served.seconds,
+        served.mpps,
+        served.busy_ns_per_frame,
+        driver.forwarded,
+        driver.dropped,
+        st.dropped,
+        driver.dropped.saturating_sub(st.dropped),
+        st.connection_hits,
+        st.connection_misses,
+        st.connection_evictions
+    )
 }
 
 #[cfg(test)]
@@ -170,6 +185,26 @@ mod tests {
         let e = check(&["--backends", "b.txt", "--backend-count", "5"]).unwrap_err();
         assert!(e.contains("cannot be used with"), "{e}");
         assert_eq!(check(&["--backends", "b.txt"]), Ok(()));
+    }
+
+    #[test]
+    fn the_summary_counts_frames_the_tx_ring_refused() {
+        let st = MaglevStats {
+            forwarded: 100,
+            dropped: 2,
+            ..Default::default()
+        };
+        let driver = enso::app::DriverStats {
+            frames: 102,
+            forwarded: 90,
+            dropped: 12,
+            ..Default::default()
+        };
+        let line = summary(Interface::Packetized, 4, &Default::default(), &st, &driver);
+        assert!(
+            line.contains("90 forwarded, 12 dropped (2 not IPv4 TCP/UDP, 10 TX ring full)"),
+            "{line}"
+        );
     }
 
     #[test]
