@@ -1,5 +1,6 @@
 //! Bad input to the binaries is one line naming what is wrong, and exit
-//! status 1, before any device is needed.
+//! status 1, before any device is needed; what they print without a
+//! device is JSON with --json.
 
 use std::process::Command;
 
@@ -91,4 +92,28 @@ fn negative_shares_and_exponents_are_checked_not_taken_for_flags() {
         assert_eq!(code, Some(1), "{args:?}: {err}");
         one_line(who, &err, says);
     }
+}
+
+#[test]
+fn logmon_lists_its_patterns_as_json_with_json() {
+    let out = Command::new(env!("CARGO_BIN_EXE_logmon"))
+        .args(["--list-patterns", "--services", "sshd", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    assert!(!list.is_empty());
+    for p in list {
+        assert!(p["name"].as_str().unwrap().starts_with("sshd-"), "{p}");
+        assert!(p["regex"].as_str().is_some(), "{p}");
+    }
+    // Without --json, one tab-separated line per pattern.
+    let out = Command::new(env!("CARGO_BIN_EXE_logmon"))
+        .args(["--list-patterns", "--services", "sshd"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), list.len());
+    assert!(text.lines().all(|l| l.contains('\t')), "{text}");
 }

@@ -29,7 +29,8 @@ struct Args {
     /// apache; default: all).
     #[arg(long, value_delimiter = ',')]
     services: Vec<String>,
-    /// Print the patterns and exit.
+    /// Print the patterns (name and regex, tab-separated; a JSON array
+    /// with --json) and exit.
     #[arg(long)]
     list_patterns: bool,
 }
@@ -59,8 +60,16 @@ fn run(a: Args) -> CliResult<()> {
     let selected = builtin_for(&a.services)?;
     let patterns = LogPatterns::new(&selected)?;
     if a.list_patterns {
-        for p in &selected {
-            println!("{}\t{}", p.name, p.regex);
+        if a.serve.connect.json {
+            let list: Vec<_> = selected
+                .iter()
+                .map(|p| serde_json::json!({ "name": p.name, "regex": p.regex }))
+                .collect();
+            println!("{}", serde_json::Value::Array(list));
+        } else {
+            for p in &selected {
+                println!("{}\t{}", p.name, p.regex);
+            }
         }
         return Ok(());
     }
