@@ -117,3 +117,22 @@ fn logmon_lists_its_patterns_as_json_with_json() {
     assert_eq!(text.lines().count(), list.len());
     assert!(text.lines().all(|l| l.contains('\t')), "{text}");
 }
+
+#[test]
+fn log_client_names_a_log_file_it_cannot_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, b"").unwrap();
+    let missing = dir.path().join("missing.log");
+    for (file, says) in [
+        (&empty, format!("{}: the log is empty", empty.display())),
+        (&missing, format!("{}: No such file", missing.display())),
+    ] {
+        let (code, err) = run(
+            env!("CARGO_BIN_EXE_log-client"),
+            &["--file", file.to_str().unwrap()],
+        );
+        assert_eq!(code, Some(1), "{err}");
+        one_line("log-client", &err, &says);
+    }
+}

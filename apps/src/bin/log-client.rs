@@ -99,7 +99,11 @@ fn run(a: Args) -> CliResult<()> {
         None => generate_log(a.seed, a.bytes),
     };
     if text.is_empty() {
-        return Err("the log is empty".into());
+        return Err(match &a.file {
+            Some(p) => format!("{}: the log is empty", p.display()),
+            None => "the log is empty".to_string(),
+        }
+        .into());
     }
     a.connect.pin("log-client");
     let dev = a.connect.open(DeviceOptions {
