@@ -1,6 +1,7 @@
 //! The clients stopped with Ctrl-C (SIGINT) end their run and still report
 //! it, and undo what they set on the device: log-client clears the rate
-//! limit it set on its port.
+//! limit it set on its port, also when it ends with a backlog the limit
+//! holds back, and refuses a port the device does not have as such.
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -153,4 +154,21 @@ fn kv_client_reports_on_ctrl_c() {
     let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
     assert_eq!(v["interrupted"], true, "{v}");
     assert!(v["report"]["requests"].as_u64().unwrap() > 0, "{v}");
+}
+
+#[test]
+fn log_client_with_a_rate_on_a_missing_port_says_there_is_no_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let _nic = device(dir.path(), "noport", &["null"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_log-client"))
+        .args(["--device", "noport", "--dir", d, "--progress-s", "0"])
+        .args(["--port", "3", "--gbps", "1", "--bytes", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "log-client: no port 3\n"
+    );
 }

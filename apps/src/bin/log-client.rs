@@ -112,6 +112,11 @@ fn run(a: Args) -> CliResult<()> {
         ..Default::default()
     })?;
     let port = a.connect.port;
+    // Said as attaching would, before a rate limit is refused as a bad
+    // value for a port that does not exist.
+    if port as usize >= dev.info().ports {
+        return Err(format!("no port {port}").into());
+    }
     // From here on Ctrl-C ends the run rather than the process: a limit
     // set below must be cleared, and what was sent reported.
     let stop = nic_emu::args::stop_on_interrupt();
