@@ -153,21 +153,23 @@ fn run(a: Args) -> CliResult<()> {
     cleared
 }
 
-/// Longest wait for the NIC to apply a rate limit setting.
+/// Longest wait for the NIC to apply a rate limit setting, beyond the
+/// emulated interconnect's latency there and back.
 const LIMIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Sets `limit` on `port` through `ctl` (an attachment that sends nothing
 /// else) and waits until the NIC has applied it.
 fn apply_limit(ctl: &mut enso::Device, port: u32, limit: Option<(u32, u32)>) -> CliResult<()> {
     ctl.set_rate_limit(port, limit)?;
+    let timeout = LIMIT_TIMEOUT + 2 * Duration::from_nanos(ctl.info().interconnect_latency_ns);
     let t = Instant::now();
     while ctl.tx_in_flight() > 0 {
         ctl.reap_completions()?;
         ctl.check_alive()?;
-        if t.elapsed() > LIMIT_TIMEOUT {
+        if t.elapsed() > timeout {
             return Err(format!(
-                "the NIC did not take the setting within {} s",
-                LIMIT_TIMEOUT.as_secs()
+                "the NIC did not take the setting within {:.1} s",
+                timeout.as_secs_f64()
             )
             .into());
         }
