@@ -231,11 +231,16 @@ fn send(
     let mut last_check = Instant::now();
     let mut interrupted = false;
     loop {
-        if a.passes > 1 && src.passes >= a.passes {
-            break;
-        }
-        let sent = c.send_with(64, |b| src.next_frame(b))?;
-        if sent == 0 && src.finished() && c.dev.tx_in_flight() == 0 {
+        // A send takes up to 64 frames: with a log of fewer, a check between
+        // sends would let one send carry several passes past --passes.
+        let sent = c.send_with(64, |b| {
+            if a.passes > 1 && src.passes >= a.passes {
+                return Ok(None);
+            }
+            src.next_frame(b)
+        })?;
+        let all_sent = src.finished() || (a.passes > 1 && src.passes >= a.passes);
+        if sent == 0 && all_sent && c.dev.tx_in_flight() == 0 {
             break;
         }
         let now = Instant::now();
