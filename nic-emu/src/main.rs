@@ -96,7 +96,8 @@ enum Cmd {
         progress_s: f64,
     },
     /// Print the counters of a running device (an error if it is not
-    /// running).
+    /// running): the snapshot it writes every 200 ms, so what happened in
+    /// the last 200 ms may not show yet.
     Stats {
         #[arg(long, default_value = "enso0")]
         name: String,
@@ -431,6 +432,16 @@ mod tests {
         let e = stop_within(&dev, Duration::from_secs(5), || Err("engine failed".into()))
             .expect_err("a failed stop succeeded");
         assert_eq!(e, "engine failed");
+    }
+
+    #[test]
+    fn the_stats_help_gives_the_snapshot_interval() {
+        use clap::CommandFactory;
+        let every = RunOptions::default().stats_interval.as_millis();
+        let cmd = Cli::command();
+        let stats = cmd.find_subcommand("stats").unwrap();
+        let about = stats.get_about().unwrap().to_string();
+        assert!(about.contains(&format!("every {every} ms")), "{about}");
     }
 
     #[test]
