@@ -256,6 +256,17 @@ pub struct Served {
     pub gbps: f64,
     /// Time spent in polls that found work, per frame (ns).
     pub busy_ns_per_frame: f64,
+    /// Whether Ctrl-C (SIGINT) or SIGTERM ended the loop.
+    pub interrupted: bool,
+}
+
+/// Set once SIGINT or SIGTERM arrives: the serving loop then ends and the
+/// server prints its report (a second signal exits at once, status 130).
+/// The handlers are installed by the first call.
+fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
+    static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+        std::sync::OnceLock::new();
+    FLAG.get_or_init(nic_emu::args::stop_on_interrupt)
 }
 
 /// How often the serving loop and the clients check that their device is
@@ -283,6 +294,8 @@ pub fn serve<D: AppDriver<H>, H>(
     let (mut last, mut last_frames, mut last_bytes) = (Instant::now(), 0u64, 0u64);
     let mut last_tick = Instant::now();
     let mut busy = Duration::ZERO;
+    let interrupt = interrupt_flag();
+    let mut interrupted = false;
     loop {
         let t = Instant::now();
         let mut n = 0;
@@ -298,6 +311,11 @@ pub fn serve<D: AppDriver<H>, H>(
             tick(h);
             last_tick = now;
             if stop.is_some_and(|s| now - start >= s) {
+                break;
+            }
+            if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("{who}: interrupted");
+                interrupted = true;
                 break;
             }
             if every.is_some_and(|e| now - last >= e) {
@@ -324,6 +342,7 @@ pub fn serve<D: AppDriver<H>, H>(
         bytes,
         gbps: bytes as f64 * 8.0 / seconds / 1e9,
         busy_ns_per_frame: busy.as_nanos() as f64 / frames.max(1) as f64,
+        interrupted,
     })
 }
 

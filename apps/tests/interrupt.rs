@@ -172,3 +172,40 @@ fn log_client_with_a_rate_on_a_missing_port_says_there_is_no_port() {
         "log-client: no port 3\n"
     );
 }
+
+#[test]
+fn a_server_reports_its_run_on_ctrl_c() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let _nic = device(dir.path(), "intsrv", &["generator:size=64,flows=16"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_telemetry"))
+        .args([
+            "--device",
+            "intsrv",
+            "--dir",
+            d,
+            "--progress-s",
+            "0.05",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A progress line: the server is in its serving loop.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("Mpps"), "{first}");
+    // SAFETY: kill(2) with a pid we spawned and have not yet waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    assert!(rest.contains("telemetry: interrupted"), "{rest}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["served"]["interrupted"], true, "{v}");
+    assert!(v["served"]["frames"].as_u64().unwrap() > 0, "{v}");
+}
