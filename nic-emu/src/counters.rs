@@ -105,6 +105,13 @@ pub struct AppCounters {
     /// Notifications not written because the RX notification ring was full
     /// when a head write asked for one.
     pub notif_ring_full: u64,
+    /// TX notifications not carried out when the application detached (a
+    /// rate limit or a full cable held them back).
+    #[serde(default)]
+    pub tx_notifications_discarded: u64,
+    /// TX descriptors not transmitted when the application detached.
+    #[serde(default)]
+    pub tx_descriptors_discarded: u64,
 }
 
 /// Round-trip times the built-in generator measured (ns).
@@ -278,8 +285,11 @@ pub struct Stats {
 
 impl Stats {
     /// Every frame the NIC dropped, by cause (stable names): arriving frames,
-    /// and frames software sent that it refused (`tx_bad_frame`,
-    /// `tx_bad_descriptor`).
+    /// frames software sent that it refused (`tx_bad_frame`,
+    /// `tx_bad_descriptor`), and TX notifications and descriptors still
+    /// held back (by a rate limit or a full cable) when their application
+    /// detached (`tx_notifications_discarded_on_detach`,
+    /// `tx_descriptors_discarded_on_detach`).
     pub fn drops(&self) -> BTreeMap<&'static str, u64> {
         let mut m = BTreeMap::new();
         // Saturating: a stats file from elsewhere may hold any values.
@@ -304,9 +314,23 @@ impl Stats {
             }
         }
         pipe(&self.detached_pipes);
-        // Frames software sent that the NIC refused.
-        for a in &self.apps {
-            add("tx_bad_frame", a.counters.reject_bad_tx_frame);
+        // Frames software sent that the NIC refused, and TX work it had
+        // handed over but that was still held back when it detached.
+        for c in self
+            .apps
+            .iter()
+            .map(|a| &a.counters)
+            .chain([&self.detached_apps])
+        {
+            add("tx_bad_frame", c.reject_bad_tx_frame);
+            add(
+                "tx_notifications_discarded_on_detach",
+                c.tx_notifications_discarded,
+            );
+            add(
+                "tx_descriptors_discarded_on_detach",
+                c.tx_descriptors_discarded,
+            );
         }
         let mut queue = |c: &QueueCounters| {
             add("no_rx_descriptor", c.drop_no_descriptor);
@@ -371,6 +395,8 @@ impl AppCounters {
         self.reject_bad_tx_notification += o.reject_bad_tx_notification;
         self.reject_bad_tx_frame += o.reject_bad_tx_frame;
         self.tx_bytes_discarded += o.tx_bytes_discarded;
+        self.tx_notifications_discarded += o.tx_notifications_discarded;
+        self.tx_descriptors_discarded += o.tx_descriptors_discarded;
         self.reject_bad_config += o.reject_bad_config;
         self.reject_bad_descriptor += o.reject_bad_descriptor;
         self.notif_ring_full += o.notif_ring_full;

@@ -644,3 +644,61 @@ fn a_tx_frame_that_cannot_be_delimited_is_counted_with_what_it_takes_along() {
     assert_eq!(c.tx_bytes_discarded, 192);
     assert_eq!(s.drops().get("tx_bad_frame"), Some(&1));
 }
+
+/// Four 64 B test frames written into `tx` and handed to the NIC in one
+/// notification.
+fn send_four(dev: &mut Device, tx: enso::TxPipe) {
+    let tf = TestFrames::new(1, 9);
+    let mut f = [0u8; 64];
+    let len = tf.build(FrameKind::Ipv4Udp, 0, 0, 64, &mut f);
+    let buf = dev.tx_buf(tx, 256).unwrap();
+    let mut at = 0;
+    for _ in 0..4 {
+        at += write_frame(&mut buf[at..], &f[..len]).unwrap();
+    }
+    dev.send(tx, at, 0).unwrap();
+}
+
+#[test]
+fn frames_handed_over_before_a_detach_are_still_sent() {
+    let (cfg, _d) = device("detach-tx", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    send_four(&mut dev, tx);
+    // The application goes before the engine has looked at its registers.
+    let id = e.app_ids()[0];
+    assert!(e.detach(id));
+    let s = e.stats();
+    assert_eq!(s.ports[0].counters.tx_frames, 4);
+    assert_eq!(s.detached_apps.tx_frames, 4);
+    assert_eq!(s.detached_apps.tx_notifications_discarded, 0);
+    assert_eq!(
+        s.drops().get("tx_notifications_discarded_on_detach"),
+        Some(&0)
+    );
+}
+
+#[test]
+fn frames_a_rate_limit_holds_back_at_a_detach_are_counted() {
+    let (cfg, _d) = device("detach-limited", vec![WireConfig::Null]);
+    let mut e = Engine::new(cfg).unwrap();
+    let mut dev = Device::attach_engine(&mut e, opts()).unwrap();
+    let tx = dev.alloc_tx_pipe().unwrap();
+    // One flit every 5 ms.
+    dev.set_rate_limit(0, Some((1, 1_000_000))).unwrap();
+    send_four(&mut dev, tx);
+    let id = e.app_ids()[0];
+    assert!(e.detach(id));
+    let s = e.stats();
+    assert!(
+        s.ports[0].counters.tx_frames < 4,
+        "{:?}",
+        s.ports[0].counters
+    );
+    assert_eq!(s.detached_apps.tx_notifications_discarded, 1);
+    assert_eq!(
+        s.drops().get("tx_notifications_discarded_on_detach"),
+        Some(&1)
+    );
+}

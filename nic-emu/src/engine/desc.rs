@@ -42,6 +42,17 @@ pub(super) struct DescQueue {
     tx_low: u32,
 }
 
+impl DescQueue {
+    /// TX descriptors software has published that are not yet transmitted.
+    pub(super) fn tx_pending(&self) -> u32 {
+        if self.tx_ring == 0 {
+            0
+        } else {
+            self.tx_tail.wrapping_sub(self.tx_head) & self.tx_mask
+        }
+    }
+}
+
 impl App {
     #[inline]
     fn desc(&self, ring: usize, i: u32) -> &Descriptor {
