@@ -139,9 +139,15 @@ impl Nic {
         let engine = Engine::new(cfg)?;
         let (tx, rx) = bounded::<Cmd>(64);
         let stop = Arc::new(AtomicBool::new(false));
+        // A device that does not start leaves no directory behind.
+        let undo = |e: String| {
+            let _ = std::fs::remove_dir_all(&dir);
+            e
+        };
         let listener = if opts.listen {
-            let l = UnixListener::bind(&sock).map_err(|e| format!("{}: {e}", sock.display()))?;
-            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let l =
+                UnixListener::bind(&sock).map_err(|e| undo(format!("{}: {e}", sock.display())))?;
+            l.set_nonblocking(true).map_err(|e| undo(e.to_string()))?;
             let ctl = NicControl {
                 tx: tx.clone(),
                 stop: stop.clone(),
@@ -151,7 +157,7 @@ impl Nic {
                 std::thread::Builder::new()
                     .name(format!("{name}-control"))
                     .spawn(move || serve(l, ctl, stop2))
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| undo(e.to_string()))?,
             )
         } else {
             None
