@@ -254,7 +254,8 @@ pub struct Served {
     pub bytes: u64,
     /// Those bytes in Gb/s.
     pub gbps: f64,
-    /// Time spent in polls that found work, per frame (ns).
+    /// Time spent in polls that found work, per frame (ns); NaN (null in
+    /// JSON) when no frames were handled (stream pipes count bytes only).
     pub busy_ns_per_frame: f64,
     /// Whether Ctrl-C (SIGINT) or SIGTERM ended the loop.
     pub interrupted: bool,
@@ -322,11 +323,14 @@ pub fn serve<D: AppDriver<H>, H>(
                 let (frames, bytes) = (d.stats().frames, d.stats().bytes);
                 let dt = (now - last).as_secs_f64();
                 eprintln!(
-                    "{who}: {:.3} Mpps, {:.3} Gb/s, {} frames, {} dropped{}",
-                    (frames - last_frames) as f64 / dt / 1e6,
-                    (bytes - last_bytes) as f64 * 8.0 / dt / 1e9,
-                    frames,
-                    d.stats().dropped,
+                    "{}{}",
+                    progress_line(
+                        who,
+                        (frames, last_frames),
+                        (bytes, last_bytes),
+                        dt,
+                        d.stats().dropped
+                    ),
                     extra(h)
                 );
                 (last, last_frames, last_bytes) = (now, frames, bytes);
@@ -341,9 +345,37 @@ pub fn serve<D: AppDriver<H>, H>(
         mpps: frames as f64 / seconds / 1e6,
         bytes,
         gbps: bytes as f64 * 8.0 / seconds / 1e9,
-        busy_ns_per_frame: busy.as_nanos() as f64 / frames.max(1) as f64,
+        // No frames (a stream pipe, or nothing arrived): no per-frame time
+        // (null in JSON), rather than the whole busy time.
+        busy_ns_per_frame: if frames > 0 {
+            busy.as_nanos() as f64 / frames as f64
+        } else {
+            f64::NAN
+        },
         interrupted,
     })
+}
+
+/// A progress line over the last `dt` seconds, given (now, then) frame and
+/// byte counts: packet rate, Gb/s, frames and drops, or for a stream pipe
+/// (bytes, no frames) Gb/s and bytes.
+fn progress_line(
+    who: &str,
+    frames: (u64, u64),
+    bytes: (u64, u64),
+    dt: f64,
+    dropped: u64,
+) -> String {
+    let gbps = (bytes.0 - bytes.1) as f64 * 8.0 / dt / 1e9;
+    if frames.0 == 0 && bytes.0 > 0 {
+        format!("{who}: {gbps:.3} Gb/s, {} bytes", bytes.0)
+    } else {
+        format!(
+            "{who}: {:.3} Mpps, {gbps:.3} Gb/s, {} frames, {dropped} dropped",
+            (frames.0 - frames.1) as f64 / dt / 1e6,
+            frames.0
+        )
+    }
 }
 
 /// The Ensō pipes a packet server receives in.
@@ -429,6 +461,28 @@ mod tests {
             <A as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
                 .map_err(|e| e.to_string())?;
         a.serve.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn progress_lines_of_streams_count_bytes_not_frames() {
+        assert_eq!(
+            progress_line("logmon", (0, 0), (2_000_000, 1_000_000), 0.5, 0),
+            "logmon: 0.016 Gb/s, 2000000 bytes"
+        );
+        assert_eq!(
+            progress_line(
+                "echo",
+                (3_000_000, 1_000_000),
+                (192_000_000, 64_000_000),
+                1.0,
+                7
+            ),
+            "echo: 2.000 Mpps, 1.024 Gb/s, 3000000 frames, 7 dropped"
+        );
+        assert_eq!(
+            progress_line("echo", (0, 0), (0, 0), 1.0, 0),
+            "echo: 0.000 Mpps, 0.000 Gb/s, 0 frames, 0 dropped"
+        );
     }
 
     #[test]
