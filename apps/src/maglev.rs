@@ -98,10 +98,12 @@ pub enum BackendsError {
     #[error("cannot read backend list: {0}")]
     Io(#[from] std::io::Error),
     /// A line is not `name ip [mac]`.
-    #[error("line {line}: expected `name ipv4 [mac]`, got {text:?}")]
+    #[error("line {line}: {why} (expected `name ipv4 [mac]`), got {text:?}")]
     BadLine {
         /// 1-based line number.
         line: usize,
+        /// What is wrong with it.
+        why: &'static str,
         /// The offending line.
         text: String,
     },
@@ -125,21 +127,22 @@ pub fn parse_backends(text: &str) -> Result<Vec<Backend>, BackendsError> {
         if line.is_empty() {
             continue;
         }
-        let bad = || BackendsError::BadLine {
+        let bad = |why| BackendsError::BadLine {
             line: i + 1,
+            why,
             text: raw.to_string(),
         };
         let mut fields = line.split_whitespace();
         let (Some(name), Some(ip)) = (fields.next(), fields.next()) else {
-            return Err(bad());
+            return Err(bad("no address"));
         };
-        let ip: Ipv4Addr = ip.parse().map_err(|_| bad())?;
+        let ip: Ipv4Addr = ip.parse().map_err(|_| bad("not an IPv4 address"))?;
         let mut backend = Backend::new(name, ip);
         if let Some(mac) = fields.next() {
-            backend.mac = mac.parse().map_err(|_| bad())?;
+            backend.mac = mac.parse().map_err(|_| bad("not a MAC address"))?;
         }
         if fields.next().is_some() {
-            return Err(bad());
+            return Err(bad("more than three fields"));
         }
         if seen.insert(name.to_string(), ()).is_some() {
             return Err(BackendsError::DuplicateName {
@@ -944,18 +947,21 @@ mod tests {
         assert_eq!(b[0], Backend::new("web-1", Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(b[0].mac, MacAddr([2, 0, 10, 0, 0, 1]));
         assert_eq!(b[1].mac, MacAddr([2, 0xaa, 0xbb, 0xcc, 0xdd, 0xee]));
-        for bad in [
-            "web-1",
-            "web-1 10.0.0",
-            "web-1 10.0.0.1 zz",
-            "a 1.2.3.4 02:00:00:00:00:00 x",
+        for (bad, says) in [
+            ("web-1", "no address"),
+            ("web-1 10.0.0", "not an IPv4 address"),
+            ("b 300.1.1.1", "not an IPv4 address"),
+            ("web-1 10.0.0.1 zz", "not a MAC address"),
+            ("a 1.2.3.4 02:00:00:00:00:00 x", "more than three fields"),
         ] {
+            let e = parse_backends(bad).unwrap_err();
             assert!(
-                matches!(
-                    parse_backends(bad),
-                    Err(BackendsError::BadLine { line: 1, .. })
-                ),
-                "{bad}"
+                matches!(e, BackendsError::BadLine { line: 1, why, .. } if why == says),
+                "{bad}: {e}"
+            );
+            assert!(
+                e.to_string().starts_with(&format!("line 1: {says} (")),
+                "{e}"
             );
         }
         assert!(matches!(
