@@ -5,23 +5,17 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use nic_emu::{DeviceConfig, Nic, RunOptions};
+mod common;
 
 #[test]
 fn echo_serves_both_interfaces() {
     for iface in ["enso", "packetized"] {
         let dir = tempfile::tempdir().unwrap();
-        let gen = nic_emu::spec::parse_wire("generator:size=64,flows=8,pps=200000").unwrap();
-        let mut cfg = DeviceConfig::new("echobin", gen);
-        cfg.dir = dir.path().into();
-        let nic = Nic::start(
-            cfg,
-            RunOptions {
-                listen: true,
-                ..Default::default()
-            },
-        )
-        .expect("device starts");
+        let nic = common::listening_device(
+            dir.path(),
+            "echobin",
+            &["generator:size=64,flows=8,pps=200000"],
+        );
         let out = Command::new(env!("CARGO_BIN_EXE_echo"))
             .args(["--device", "echobin", "--dir"])
             .arg(dir.path())

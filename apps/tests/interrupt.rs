@@ -7,26 +7,11 @@ use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use nic_emu::{DeviceConfig, Nic, RunOptions};
+use nic_emu::Nic;
 
-/// A device named `name` in `dir` with these port wirings.
-fn device(dir: &std::path::Path, name: &str, ports: &[&str]) -> Nic {
-    let wires: Vec<_> = ports
-        .iter()
-        .map(|p| nic_emu::spec::parse_wire(p).unwrap())
-        .collect();
-    let mut cfg = DeviceConfig::new(name, wires[0].clone());
-    cfg.ports = wires;
-    cfg.dir = dir.into();
-    Nic::start(
-        cfg,
-        RunOptions {
-            listen: true,
-            ..Default::default()
-        },
-    )
-    .expect("device starts")
-}
+mod common;
+
+use common::listening_device as device;
 
 /// Waits until `port` of `nic` has sent a frame: the client has attached
 /// and is in its sending loop (its signal handling installed).

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use nic_emu::{DeviceConfig, Nic, RunOptions};
+mod common;
 
 /// Runs log-client against device `passes` in `d` with `args`; returns its
 /// JSON report.
@@ -32,16 +32,7 @@ fn send(d: &str, args: &[&str]) -> serde_json::Value {
 fn passes_of_a_log_shorter_than_a_send_are_counted_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let mut cfg = DeviceConfig::new("passes", nic_emu::spec::parse_wire("null").unwrap());
-    cfg.dir = dir.path().into();
-    let nic = Nic::start(
-        cfg,
-        RunOptions {
-            listen: true,
-            ..Default::default()
-        },
-    )
-    .expect("device starts");
+    let nic = common::listening_device(dir.path(), "passes", &["null"]);
     // About 10 packets a pass: one send (up to 64 packets) holds several.
     let one = send(d, &["--bytes", "10000"]);
     let (bytes, packets) = (
