@@ -261,6 +261,18 @@ pub struct Served {
     pub interrupted: bool,
 }
 
+impl Served {
+    /// The busy time per frame for a summary line: `12.3 ns/frame busy`,
+    /// or `no frames` when none were handled.
+    pub fn busy_text(&self) -> String {
+        if self.busy_ns_per_frame.is_finite() {
+            format!("{:.1} ns/frame busy", self.busy_ns_per_frame)
+        } else {
+            "no frames".to_string()
+        }
+    }
+}
+
 /// Set once SIGINT or SIGTERM arrives: the serving loop then ends and the
 /// server prints its report (a second signal exits at once, status 130).
 /// The handlers are installed by the first call.
@@ -461,6 +473,17 @@ mod tests {
             <A as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
                 .map_err(|e| e.to_string())?;
         a.serve.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn summaries_say_no_frames_rather_than_a_time_per_frame_of_none() {
+        let mut s = Served {
+            busy_ns_per_frame: 12.34,
+            ..Default::default()
+        };
+        assert_eq!(s.busy_text(), "12.3 ns/frame busy");
+        s.busy_ns_per_frame = f64::NAN;
+        assert_eq!(s.busy_text(), "no frames");
     }
 
     #[test]

@@ -79,11 +79,11 @@ fn summary(
     lib: &enso::DeviceStats,
 ) -> String {
     format!(
-        "echo ({interface}): {} frames in {:.1} s ({:.2} Mpps, {:.1} ns/frame busy), {} echoed, {} other, {} sent back, {} dropped (TX ring full), {} notifications, {} TX notifications",
+        "echo ({interface}): {} frames in {:.1} s ({:.2} Mpps, {}), {} echoed, {} other, {} sent back, {} dropped (TX ring full), {} notifications, {} TX notifications",
         served.frames,
         served.seconds,
         served.mpps,
-        served.busy_ns_per_frame,
+        served.busy_text(),
         echo.echoed,
         echo.other,
         driver.forwarded,

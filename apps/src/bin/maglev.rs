@@ -140,11 +140,11 @@ fn summary(
     driver: &enso::app::DriverStats,
 ) -> String {
     format!(
-        "maglev ({interface}, {backends} backends): {} frames in {:.1} s ({:.3} Mpps, {:.1} ns/frame busy), {} forwarded, {} dropped ({} not IPv4 TCP/UDP, {} TX ring full), {} connection hits, {} misses, {} evictions",
+        "maglev ({interface}, {backends} backends): {} frames in {:.1} s ({:.3} Mpps, {}), {} forwarded, {} dropped ({} not IPv4 TCP/UDP, {} TX ring full), {} connection hits, {} misses, {} evictions",
         served.frames,
         served.seconds,
         served.mpps,
-        served.busy_ns_per_frame,
+        served.busy_text(),
         driver.forwarded,
         driver.dropped,
         st.dropped,

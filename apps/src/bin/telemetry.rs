@@ -113,12 +113,12 @@ fn run(a: Args) -> CliResult<()> {
         println!("{out}");
     } else {
         println!(
-            "telemetry ({}): {} frames in {:.1} s ({:.3} Mpps, {:.1} ns/frame busy), {} sampled slots, {} without a flow key",
+            "telemetry ({}): {} frames in {:.1} s ({:.3} Mpps, {}), {} sampled slots, {} without a flow key",
             s.interface,
             served.frames,
             served.seconds,
             served.mpps,
-            served.busy_ns_per_frame,
+            served.busy_text(),
             sk.samples(),
             sk.unkeyed()
         );
