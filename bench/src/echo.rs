@@ -322,7 +322,11 @@ pub fn summarise(
                 undrained += 1;
             }
         }
-        let ratio = report.ratio(name, &report.reference);
+        // Only against the reference ring: without it the report's
+        // reference is merely the first variant, not a ratio to the ring.
+        let ratio = report
+            .variant(REFERENCE)
+            .and_then(|_| report.ratio(name, &report.reference));
         let mut notes = placement.notes.clone();
         if undrained > 0 {
             notes.push(format!(
@@ -495,8 +499,22 @@ pub fn interpretation(summaries: &[EchoSummary]) -> Vec<String> {
         };
         lines.push(line);
     }
-    let by = |n: &str| summaries.iter().find(|s| s.interface == n);
-    if let (Some(e), Some(_)) = (by("enso"), by("packetized")) {
+    // One line per size: a sweep has a speedup at every size.
+    let mut sizes: Vec<usize> = Vec::new();
+    for s in summaries {
+        if !sizes.contains(&s.pkt_size) {
+            sizes.push(s.pkt_size);
+        }
+    }
+    for size in sizes {
+        let by = |n: &str| {
+            summaries
+                .iter()
+                .find(|s| s.interface == n && s.pkt_size == size)
+        };
+        let (Some(e), Some(_)) = (by("enso"), by("packetized")) else {
+            continue;
+        };
         if let Some(sp) = e.speedup {
             let mut l = format!(
                 "Ensō / packetized at {} B: {:.2}x the packet rate (median of per-round ratios",
@@ -607,6 +625,67 @@ mod tests {
             "{words}"
         );
         assert!(words.contains("2.00x the packet rate"), "{words}");
+    }
+
+    #[test]
+    fn without_the_reference_ring_there_is_no_ratio_to_it() {
+        let mut e = fake("enso", 20.0, 0.99, 0.5);
+        let mut p = fake("packetized", 10.0, 0.6, 0.98);
+        let report = Interleave::new(Duration::from_millis(10))
+            .rounds(2)
+            .warmup(0)
+            .no_probe()
+            .run(&Placement::pick(), &mut [&mut e, &mut p]);
+        let plan = EchoPlan {
+            interfaces: Interface::BOTH.to_vec(),
+            rig: RigConfig::new(Interface::Enso, Mode::Echo, 64),
+            reference_batch: 32,
+            trial: Duration::from_millis(10),
+            total: Duration::from_millis(20),
+            reference: false,
+        };
+        let s = summarise(&plan, &Placement::pick(), &report);
+        for x in &s {
+            assert_eq!(x.reference_mpps, None, "{}", x.interface);
+            assert_eq!(x.ratio_to_reference, None, "{}", x.interface);
+            assert_eq!(x.ratio_to_reference_range, None, "{}", x.interface);
+        }
+        let t = table(&s);
+        let col = t.headers.iter().position(|h| h == "ratio to ref").unwrap();
+        assert!(t.rows.iter().all(|r| r[col] == "-"), "{:?}", t.rows);
+        assert!((s[0].speedup.unwrap() - 2.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_sweep_says_the_speedup_at_every_size() {
+        let mut e = fake("enso", 20.0, 0.99, 0.5);
+        let mut p = fake("packetized", 10.0, 0.6, 0.98);
+        let report = Interleave::new(Duration::from_millis(10))
+            .rounds(1)
+            .warmup(0)
+            .no_probe()
+            .run(&Placement::pick(), &mut [&mut e, &mut p]);
+        let plan = EchoPlan {
+            interfaces: Interface::BOTH.to_vec(),
+            rig: RigConfig::new(Interface::Enso, Mode::Echo, 64),
+            reference_batch: 32,
+            trial: Duration::from_millis(10),
+            total: Duration::from_millis(20),
+            reference: false,
+        };
+        let mut all = summarise(&plan, &Placement::pick(), &report);
+        let mut large = all.clone();
+        for s in &mut large {
+            s.pkt_size = 1518;
+            s.speedup = Some(1.25);
+        }
+        all.extend(large);
+        let words = interpretation(&all).join("\n");
+        assert!(words.contains("at 64 B: 2.00x the packet rate"), "{words}");
+        assert!(
+            words.contains("at 1518 B: 1.25x the packet rate"),
+            "{words}"
+        );
     }
 
     #[test]
