@@ -89,6 +89,21 @@ struct AllJson {
     results: String,
 }
 
+/// An experiment's summary.md under the index's `## <experiment>`
+/// heading: its headings two levels down (`#` becomes `###`), so that they
+/// sit under that heading rather than beside it.
+fn demoted(summary: &str) -> String {
+    let mut s = String::new();
+    for line in summary.lines() {
+        if line.starts_with('#') {
+            s.push_str("##");
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
+}
+
 /// The experiments' arguments, each with the options its words give.
 struct Runs {
     echo: (echo::EchoArgs, Given),
@@ -149,29 +164,20 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
         ..Default::default()
     };
     let mut index = String::from("# All experiments\n\n");
-    let mut note = |name: &str, r: Result<(), String>, out: &mut AllJson| {
-        match r {
-            Ok(()) => {
-                let summary =
-                    std::fs::read_to_string(root.join(name).join("summary.md")).unwrap_or_default();
-                index.push_str(&format!("## {name} (`{name}/`)\n\n"));
-                // Demote the experiment's own headings under this one.
-                for line in summary.lines() {
-                    if line.starts_with('#') {
-                        index.push('#');
-                    }
-                    index.push_str(line);
-                    index.push('\n');
-                }
-                index.push('\n');
+    let mut note = |name: &str, r: Result<(), String>, out: &mut AllJson| match r {
+        Ok(()) => {
+            let summary =
+                std::fs::read_to_string(root.join(name).join("summary.md")).unwrap_or_default();
+            index.push_str(&format!("## {name} (`{name}/`)\n\n"));
+            index.push_str(&demoted(&summary));
+            index.push('\n');
+        }
+        Err(e) => {
+            if !json {
+                eprintln!("bench all: {name} failed: {e}");
             }
-            Err(e) => {
-                if !json {
-                    eprintln!("bench all: {name} failed: {e}");
-                }
-                index.push_str(&format!("## {name}\n\nFailed: {e}\n\n"));
-                out.errors.insert(name.to_string(), e);
-            }
+            index.push_str(&format!("## {name}\n\nFailed: {e}\n\n"));
+            out.errors.insert(name.to_string(), e);
         }
     };
 
@@ -254,6 +260,14 @@ mod tests {
 
     fn parse<T: Args>(words: &[String]) -> Result<T, String> {
         parse_words(words).map(|(a, _)| a)
+    }
+
+    #[test]
+    fn experiment_headings_sit_under_the_index_headings() {
+        assert_eq!(
+            demoted("# Echo\n\ntext\n## More\n"),
+            "### Echo\n\ntext\n#### More\n"
+        );
     }
 
     #[test]
