@@ -66,3 +66,65 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
         assert!(!out.exists(), "{args:?} wrote {o}");
     }
 }
+
+/// Device directories (in /dev/shm) whose names carry `pid`.
+fn devices_of(pid: u32) -> Vec<String> {
+    let pid = pid.to_string();
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("enso-") && n.contains(&pid))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_interrupted_apps_run_stops_cleanly_and_writes_no_results_directory() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // Far longer than the test waits: the signal comes after the first
+    // trial's line, whenever that is.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "apps",
+            "--apps",
+            "maglev",
+            "--maglev-flows",
+            "16",
+            "--rounds",
+            "100",
+            "--trial-ms",
+            "50",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert_ne!(err.read_line(&mut line).unwrap(), 0, "ended early: {seen}");
+        seen.push_str(&line);
+        if line.contains("round 1 enso") {
+            break;
+        }
+    }
+    let pid = child.id();
+    // SAFETY: kill(2) with a signal number has no memory effects; `pid` is
+    // our child, which has not been waited for and so is not reused.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    err.read_to_string(&mut seen).unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(!seen.contains("panicked"), "{seen}");
+    assert!(!out.exists(), "an interrupted run left {}", out.display());
+    assert_eq!(devices_of(pid), Vec::<String>::new());
+}

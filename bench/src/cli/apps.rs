@@ -395,7 +395,6 @@ pub(crate) fn check(a: &AppsArgs, given: &Given) -> Result<(), String> {
 pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     let apps = a.app_kinds()?;
     let placement = a.common.placement()?;
-    let dir = super::results_dir("apps", a.save, &a.out)?;
     // One run per application, per pattern set for the log monitor and per
     // batch size for KV.
     // (application, log monitor's pattern set and event share, KV batch,
@@ -559,6 +558,10 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         },
         table.markdown()
     );
+    // Made only now, as the other experiments do: a run that fails or is
+    // interrupted leaves no empty results directory behind (`--out` was
+    // checked before the run).
+    let dir = super::results_dir("apps", a.save, &a.out)?;
     if let Some(d) = &dir {
         d.write_config(a).map_err(|e| e.to_string())?;
         d.write_json("apps.json", &outs)
