@@ -678,7 +678,7 @@ pub fn difference(
 
 /// The perf path: both interfaces' echo rigs at `wire_size`, interleaved,
 /// with the application thread's hardware counters on; per-packet sums
-/// over the measured trials.
+/// over the measured trials, and where the host had put the two cores.
 pub fn perf_run(
     interfaces: &[Interface],
     wire_size: usize,
@@ -686,7 +686,7 @@ pub fn perf_run(
     total: std::time::Duration,
     placement: &crate::placement::Placement,
     progress: &mut crate::progress::Progress,
-) -> Result<Vec<CacheResult>, String> {
+) -> Result<(Vec<CacheResult>, RunContext), String> {
     use crate::emu::{Rig, RigConfig};
     use crate::interleave::{Interleave, Order, Variant};
     use crate::refring::Mode;
@@ -709,6 +709,7 @@ pub fn perf_run(
             return Err(format!("{}: {e}", r.config().interface));
         }
     }
+    let context = RunContext::of(&report);
     let mut out = Vec::new();
     for &i in interfaces {
         let mut packets = 0u64;
@@ -756,12 +757,90 @@ pub fn perf_run(
                 .to_string()],
         });
     }
-    Ok(out)
+    Ok((out, context))
+}
+
+/// Where a threaded run's two cores were and whether they were its own:
+/// what its ratios need beside them, as every threaded experiment gives.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    /// Median cross-core round trip of the probes before each round, ns.
+    pub probe_rtt_ns: Option<f64>,
+    /// Smallest and largest of those probes, ns.
+    pub probe_rtt_range_ns: Option<[f64; 2]>,
+    /// Measured trials that shared their cores with other work.
+    pub contended_trials: usize,
+    /// Measured trials.
+    pub trials: usize,
+}
+
+impl RunContext {
+    /// The probes and contention of an interleaved run.
+    pub fn of(report: &crate::interleave::InterleaveReport) -> Self {
+        RunContext {
+            probe_rtt_ns: report.probe_median_ns,
+            probe_rtt_range_ns: report.probe_range_ns.map(|(a, b)| [a, b]),
+            contended_trials: report.variants.iter().map(|v| v.contended_trials).sum(),
+            trials: report.variants.iter().map(|v| v.trials).sum(),
+        }
+    }
+
+    /// One line for a reader: the probe and the contention.
+    pub fn describe(&self) -> String {
+        let probe = match (self.probe_rtt_ns, self.probe_rtt_range_ns) {
+            (Some(m), Some([lo, hi])) => {
+                format!("cross-core round trip median {m:.0} ns ({lo:.0}..{hi:.0})")
+            }
+            (Some(m), None) => format!("cross-core round trip median {m:.0} ns"),
+            _ => "no cross-core probe".to_string(),
+        };
+        format!(
+            "probe: {probe}; contended: {} of {} trials shared their cores with other work",
+            self.contended_trials, self.trials
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threaded_run_keeps_its_probe_and_contention() {
+        use crate::interleave::{variant, Interleave, TrialResult};
+        use std::time::Duration;
+        let mut n = 0;
+        let mut a = variant("enso", move |d| {
+            n += 1;
+            TrialResult {
+                packets: 10,
+                elapsed: d,
+                preempted: u64::from(n == 2),
+                ..Default::default()
+            }
+        });
+        let mut b = variant("packetized", |d| TrialResult {
+            packets: 10,
+            elapsed: d,
+            ..Default::default()
+        });
+        let mut report = Interleave::new(Duration::from_millis(1))
+            .rounds(2)
+            .warmup(0)
+            .no_probe()
+            .run(&crate::placement::Placement::pick(), &mut [&mut a, &mut b]);
+        report.probe_median_ns = Some(84.0);
+        report.probe_range_ns = Some((80.0, 370.0));
+        let c = RunContext::of(&report);
+        assert_eq!(c.probe_rtt_ns, Some(84.0));
+        assert_eq!(c.probe_rtt_range_ns, Some([80.0, 370.0]));
+        assert_eq!((c.contended_trials, c.trials), (1, 4));
+        assert_eq!(
+            c.describe(),
+            "probe: cross-core round trip median 84 ns (80..370); contended: 1 of 4 trials \
+             shared their cores with other work"
+        );
+    }
 
     const SAMPLE: &str = "\
 desc: I1 cache:         32768 B, 64 B, 8-way associative

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use bench::cache::{self, CacheResult, Ratios, WorkerConfig};
+use bench::cache::{self, CacheResult, Ratios, RunContext, WorkerConfig};
 use bench::emu::Interface;
 use bench::plot::BarChart;
 use bench::progress::Progress;
@@ -119,6 +119,9 @@ pub(crate) struct CacheReport {
     pub(crate) method: String,
     /// Whether other work shared the cores (perf); cachegrind is simulated.
     pub(crate) contended: Option<bool>,
+    /// Perf: the cross-core probe and the contention of the threaded run
+    /// (cachegrind: none, it is single-threaded and simulated).
+    pub(crate) run: Option<RunContext>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -224,7 +227,7 @@ pub(crate) fn measure(
     if use_perf {
         super::check_trials_fit(args.trial_ms, args.duration_ms, interfaces.len() as u64)?;
         let placement = args.common.placement()?;
-        let results = cache::perf_run(
+        let (results, context) = cache::perf_run(
             &interfaces,
             args.size,
             Duration::from_millis(args.trial_ms),
@@ -242,7 +245,7 @@ pub(crate) fn measure(
              interleaved threaded echo runs (NIC engine on one core, application on the other); \
              L1d and LLC figures are load misses."
                 .into(),
-            None,
+            Some(context),
             notes,
         ));
     }
@@ -302,7 +305,7 @@ fn report(
     results: Vec<CacheResult>,
     ratios: Option<Ratios>,
     method: String,
-    contended: Option<bool>,
+    run: Option<RunContext>,
     notes: Vec<String>,
 ) -> CacheReport {
     let t = ratios.as_ref().map(cache::targets).unwrap_or_default();
@@ -314,7 +317,8 @@ fn report(
         ratios,
         targets: t.into_iter().map(|x| x.0).collect(),
         method,
-        contended,
+        contended: run.as_ref().map(|r| r.contended_trials > 0),
+        run,
         notes,
     }
 }
@@ -376,6 +380,9 @@ pub(crate) fn print(r: &CacheReport) {
                 .map_or_else(String::new, |l| format!(", LL misses {l:.3}x"))
         );
     }
+    if let Some(run) = &r.run {
+        println!("{}", run.describe());
+    }
     for t in &r.targets {
         println!("target: {t}");
     }
@@ -427,6 +434,9 @@ pub(crate) fn save(
     for t in &r.targets {
         md.push_str(&format!("- Target: {t}.\n"));
     }
+    if let Some(run) = &r.run {
+        md.push_str(&format!("- {}.\n", run.describe()));
+    }
     dir.write_summary(&md)?;
     let cats: Vec<String> = r.results.iter().map(|x| x.interface.clone()).collect();
     dir.bar_chart(
@@ -462,6 +472,38 @@ pub(crate) fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_perf_report_says_where_the_cores_were() {
+        let run = RunContext {
+            probe_rtt_ns: Some(84.0),
+            probe_rtt_range_ns: Some([80.0, 90.0]),
+            contended_trials: 2,
+            trials: 20,
+        };
+        let r = report(
+            "perf",
+            64,
+            Vec::new(),
+            None,
+            String::new(),
+            Some(run),
+            Vec::new(),
+        );
+        assert_eq!(r.contended, Some(true));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["run"]["probe_rtt_ns"], 84.0);
+        let r = report(
+            "cachegrind",
+            64,
+            Vec::new(),
+            None,
+            String::new(),
+            None,
+            Vec::new(),
+        );
+        assert_eq!(r.contended, None, "simulated: no cores to share");
+    }
 
     fn check_words(w: &[&str]) -> Result<(), String> {
         let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
