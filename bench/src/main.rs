@@ -567,6 +567,31 @@ mod tests {
     }
 
     #[test]
+    fn every_out_option_says_the_same() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let Some(out) = sub.get_arguments().find(|a| a.get_id() == "out") else {
+                continue;
+            };
+            let name = sub.get_name();
+            let names: Vec<String> = out
+                .get_value_names()
+                .unwrap_or_default()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            assert_eq!(names, ["DIR"], "{name}");
+            if name != "all" {
+                assert_eq!(
+                    out.get_help().map(|h| h.to_string()).as_deref(),
+                    Some("Write the results directory here instead (implies --save)"),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn reference_rings_are_bounded_powers_of_two() {
         let parse = |kib: &str| Cli::try_parse_from(["bench", "reference", "--ring-kib", kib]);
         for ok in ["1", "2048", "262144"] {

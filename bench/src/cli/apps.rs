@@ -91,8 +91,8 @@ pub(crate) struct AppsArgs {
     /// Write a results directory under results/.
     #[arg(long)]
     save: bool,
-    /// Write the results directory here.
-    #[arg(long)]
+    /// Write the results directory here instead (implies --save).
+    #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 }
 
@@ -589,7 +589,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
     } else {
         println!("{md}");
         if let Some(d) = &dir {
-            println!("results in {}", d.path().display());
+            eprintln!("results: {}", d.path().display());
         }
     }
     Ok(())
