@@ -204,19 +204,28 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     note("echo-rx", r, &mut out);
 
     let a = &runs.pcie.0;
-    let mut progress = bench::progress::Progress::hidden();
-    let r = pcie::measure_all(a, &mut progress).and_then(|res| {
-        if !json {
-            pcie::print(&res);
-        }
-        out.pcie = serde_json::to_value(&res).ok();
-        let d = ResultsDir::at("pcie", root.join("pcie")).map_err(|e| e.to_string())?;
-        pcie::save(&d, a, &res).map_err(|e| e.to_string())
-    });
+    let r = pcie::progress(a)
+        .and_then(|mut progress| {
+            let res = pcie::measure_all(a, &mut progress);
+            progress.finish();
+            res
+        })
+        .and_then(|res| {
+            if !json {
+                pcie::print(&res);
+            }
+            out.pcie = serde_json::to_value(&res).ok();
+            let d = ResultsDir::at("pcie", root.join("pcie")).map_err(|e| e.to_string())?;
+            pcie::save(&d, a, &res).map_err(|e| e.to_string())
+        });
     note("pcie", r, &mut out);
 
     let (a, given) = &runs.cache;
-    let r = cache::measure(a, given, &mut bench::progress::Progress::hidden()).and_then(|rep| {
+    // Cachegrind takes a while: its progress shows, as when run alone.
+    let mut progress = cache::progress(a);
+    let measured = cache::measure(a, given, &mut progress);
+    progress.finish();
+    let r = measured.and_then(|rep| {
         if !json {
             cache::print(&rep);
         }
@@ -260,6 +269,15 @@ mod tests {
 
     fn parse<T: Args>(words: &[String]) -> Result<T, String> {
         parse_words(words).map(|(a, _)| a)
+    }
+
+    #[test]
+    fn the_slow_experiments_show_progress_unless_json() {
+        for (w, hidden) in [(&[][..], false), (&["--json"][..], true)] {
+            let r = runs(&all_args(w), Path::new("/tmp/x")).unwrap();
+            assert_eq!(cache::progress(&r.cache.0).is_hidden(), hidden, "{w:?}");
+            assert_eq!(pcie::progress(&r.pcie.0).unwrap().is_hidden(), hidden);
+        }
     }
 
     #[test]

@@ -254,7 +254,8 @@ pub(crate) fn measure(
     let (cache_opts, caches) = cache::cache_options();
     notes.extend(caches);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let tmp = std::env::temp_dir().join(format!("bench-cache-{}", std::process::id()));
+    remove_stale_work_dirs(&std::env::temp_dir());
+    let tmp = std::env::temp_dir().join(format!("{WORK_DIR_PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let mut results = Vec::new();
     let outcome = (|| -> Result<(), String> {
@@ -297,6 +298,33 @@ pub(crate) fn measure(
         None,
         notes,
     ))
+}
+
+/// The cachegrind runs' working directory in the temporary directory is
+/// this followed by the process id.
+const WORK_DIR_PREFIX: &str = "bench-cache-";
+
+/// Removes the working directories under `base` whose process has gone:
+/// a run stopped by a signal (Ctrl-C) exits at once and leaves its own
+/// (partial cachegrind profiles) behind.
+fn remove_stale_work_dirs(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(WORK_DIR_PREFIX))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let gone = !std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if gone && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 fn report(
@@ -391,9 +419,15 @@ pub(crate) fn print(r: &CacheReport) {
     }
 }
 
-pub(crate) fn run(args: &CacheArgs, given: &Given) -> Result<(), String> {
+/// The run's progress: two runs per interface (on stderr; none with
+/// `--json`).
+pub(crate) fn progress(args: &CacheArgs) -> Progress {
     let steps = 2 * args.interface.interfaces().len() as u64;
-    let mut progress = Progress::new("cache", steps, args.common.json);
+    Progress::new("cache", steps, args.common.json)
+}
+
+pub(crate) fn run(args: &CacheArgs, given: &Given) -> Result<(), String> {
+    let mut progress = progress(args);
     let r = measure(args, given, &mut progress)?;
     progress.finish();
     if args.common.json {
@@ -472,6 +506,24 @@ pub(crate) fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_directories_of_processes_gone_are_removed() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        // Above the largest pid Linux hands out (2^22): no such process.
+        let stale = b.join(format!("{WORK_DIR_PREFIX}4194305"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("cachegrind.enso.1.out"), b"partial").unwrap();
+        let mine = b.join(format!("{WORK_DIR_PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&mine).unwrap();
+        let other = b.join(format!("{WORK_DIR_PREFIX}x"));
+        std::fs::create_dir(&other).unwrap();
+        remove_stale_work_dirs(b);
+        assert!(!stale.exists());
+        assert!(mine.exists(), "a running process's directory stays");
+        assert!(other.exists(), "not a process's: not ours to remove");
+    }
 
     #[test]
     fn a_perf_report_says_where_the_cores_were() {

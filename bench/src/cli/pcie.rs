@@ -176,10 +176,16 @@ pub(crate) fn check(args: &PcieArgs) -> Result<(), String> {
     super::parse_sizes(&args.sizes).map(|_| ())
 }
 
-pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
+/// The run's progress: one step per size and interface (on stderr; none
+/// with `--json`).
+pub(crate) fn progress(args: &PcieArgs) -> Result<Progress, String> {
     let sizes = super::parse_sizes(&args.sizes)?;
     let n = sizes.len() * args.interface.interfaces().len();
-    let mut progress = Progress::new("pcie", n as u64, args.json);
+    Ok(Progress::new("pcie", n as u64, args.json))
+}
+
+pub(crate) fn run(args: &PcieArgs) -> Result<(), String> {
+    let mut progress = progress(args)?;
     let results = measure_all(args, &mut progress)?;
     progress.finish();
     if args.json {
