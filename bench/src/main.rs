@@ -282,6 +282,9 @@ struct ReferenceSummary {
     preempted_ms: [f64; 2],
     /// Host steal time during the run, ms.
     steal_ms: f64,
+    /// Whether the run shared its cores with other work (its threads lost
+    /// a significant share of their time, or the host stole it).
+    contended: bool,
     notes: Vec<String>,
 }
 
@@ -399,18 +402,8 @@ fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
             std::slice::from_ref(&CsvRow::from(&summary)),
         )
         .map_err(|e| e.to_string())?;
-        dir.write_summary(&format!(
-            "# Reference datapath\n\n{} mode, {} B packets, cores {}: **{:.2} Mpps** \
-             ({:.2} Gb/s on the wire); probe round trip {:.0} ns before, {:.0} ns after.\n",
-            summary.mode,
-            summary.pkt_size,
-            placement.label(),
-            summary.mpps,
-            summary.gbps,
-            summary.probe_rtt_ns,
-            summary.probe_rtt_ns_after
-        ))
-        .map_err(|e| e.to_string())?;
+        dir.write_summary(&summary_md(&summary, &placement.label()))
+            .map_err(|e| e.to_string())?;
         if !args.common.json {
             eprintln!("results: {}", dir.path().display());
         }
@@ -420,6 +413,27 @@ fn cmd_reference(args: &ReferenceArgs) -> Result<(), String> {
     } else {
         Err("the reference ring lost or duplicated frames".to_string())
     }
+}
+
+/// The run's summary.md: the rate, where the cores were, and whether they
+/// were the run's own.
+fn summary_md(s: &ReferenceSummary, cores: &str) -> String {
+    let mut md = format!(
+        "# Reference datapath\n\n{} mode, {} B packets, cores {cores}: **{:.2} Mpps** \
+         ({:.2} Gb/s on the wire); probe round trip {:.0} ns before, {:.0} ns after.\n",
+        s.mode, s.pkt_size, s.mpps, s.gbps, s.probe_rtt_ns, s.probe_rtt_ns_after
+    );
+    md.push_str(&if s.contended {
+        format!(
+            "\nContended: the cores were shared with other work (producer and consumer \
+             preempted {} and {} times, {:.1} and {:.1} ms; host steal {:.0} ms): the rate is \
+             below the machine's limit.\n",
+            s.preempted[0], s.preempted[1], s.preempted_ms[0], s.preempted_ms[1], s.steal_ms
+        )
+    } else {
+        "\nContended: no (the run had its cores to itself).\n".to_string()
+    });
+    md
 }
 
 fn summarise(
@@ -474,6 +488,7 @@ fn summarise(
             run.consumer.preempted.waited_ns as f64 / 1e6,
         ],
         steal_ms: run.steal_ms,
+        contended: run.contended(),
         notes,
     }
 }
@@ -493,6 +508,7 @@ struct CsvRow {
     packets: u64,
     elapsed_ms: f64,
     verified: bool,
+    contended: bool,
 }
 
 impl From<&ReferenceSummary> for CsvRow {
@@ -510,6 +526,7 @@ impl From<&ReferenceSummary> for CsvRow {
             packets: s.packets,
             elapsed_ms: s.elapsed_ms,
             verified: s.verified,
+            contended: s.contended,
         }
     }
 }
@@ -564,6 +581,32 @@ mod tests {
                 sub.get_name()
             );
         }
+    }
+
+    #[test]
+    fn reference_results_say_whether_the_run_was_contended() {
+        let args = match Cli::try_parse_from(["bench", "reference", "--ring-kib", "64"])
+            .unwrap()
+            .command
+        {
+            Command::Reference(a) => a,
+            _ => panic!("not reference"),
+        };
+        let placement = Placement::pick();
+        let (config, templates) = reference_config(&args).unwrap();
+        let run = refring::run(&config, &templates, &placement, Duration::from_millis(5)).unwrap();
+        let p = probe::measure(&placement, Duration::from_millis(1));
+        let s = summarise(&args, &placement, &run, &p, &p);
+        assert_eq!(s.contended, run.contended());
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["contended"], run.contended());
+        let md = summary_md(&s, "0,1");
+        assert!(md.contains("\nContended: "), "{md}");
+        let mut quiet = s;
+        quiet.contended = false;
+        assert!(summary_md(&quiet, "0,1").contains("Contended: no"));
+        quiet.contended = true;
+        assert!(summary_md(&quiet, "0,1").contains("below the machine's limit"));
     }
 
     #[test]
