@@ -228,13 +228,22 @@ pub(crate) fn check_trials_fit(
     Ok(())
 }
 
-/// Parses a comma-separated list of numbers (loads, percentages).
+/// Parses a comma-separated list of numbers (loads, percentages). An
+/// empty element (`10,,50`, a comma at an end) is refused, as in a list
+/// of sizes: it is a typo, not a value.
 pub(crate) fn parse_list(text: &str, what: &str) -> Result<Vec<f64>, String> {
+    if text.trim().is_empty() {
+        return Err(format!("no {what} given"));
+    }
     let v: Vec<f64> = text
         .split(',')
         .map(str::trim)
-        .filter(|p| !p.is_empty())
         .map(|p| {
+            if p.is_empty() {
+                return Err(format!(
+                    "{what}s '{text}': an empty {what} (two commas, or one at an end)"
+                ));
+            }
             p.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
@@ -401,6 +410,14 @@ mod tests {
             vec![1.0, 10.0, 99.5]
         );
         assert!(parse_list("1,nan", "load").is_err());
-        assert!(parse_list("", "load").is_err());
+        assert_eq!(parse_list("", "load"), Err("no load given".into()));
+        for bad in ["10,,50", "10,", ",10", ",", "10, ,50"] {
+            assert_eq!(
+                parse_list(bad, "load"),
+                Err(format!(
+                    "loads '{bad}': an empty load (two commas, or one at an end)"
+                )),
+            );
+        }
     }
 }
