@@ -111,6 +111,13 @@ struct Side2 {
     /// those handled: an open-loop load offered more than it took).
     bottleneck: &'static str,
     trials: Vec<f64>,
+    /// KV with `--kv-load client`: the client's round-trip latency, the
+    /// medians over trials of each trial's p50 and p99, ns (none where no
+    /// latency was measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    p50_latency_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    p99_latency_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -307,7 +314,44 @@ fn side(rs: &[TrialResult]) -> Side2 {
             "nic"
         },
         trials: rs.iter().map(|r| r.rate / 1e6).collect(),
+        p50_latency_ns: latency_median(rs, |l| l.p50_ns),
+        p99_latency_ns: latency_median(rs, |l| l.p99_ns),
     }
+}
+
+/// The median over the trials that measured latency of `f` of it.
+fn latency_median(
+    rs: &[TrialResult],
+    f: impl Fn(&enso_apps::load::LatencyStats) -> u64,
+) -> Option<f64> {
+    let v: Vec<f64> = rs
+        .iter()
+        .filter_map(|r| r.latency.as_ref())
+        .filter(|l| l.count > 0)
+        .map(|l| f(l) as f64)
+        .collect();
+    (!v.is_empty()).then(|| median(v))
+}
+
+/// The latency lines under the table: one per row whose client measured
+/// round trips (KV with `--kv-load client`).
+fn latency_lines(outs: &[AppOut]) -> String {
+    let mut s = String::new();
+    for o in outs {
+        let side = |x: &Side2| match (x.p50_latency_ns, x.p99_latency_ns) {
+            (Some(p50), Some(p99)) => format!("p50 {p50:.0} ns, p99 {p99:.0} ns"),
+            _ => "not measured".to_string(),
+        };
+        if o.enso.p50_latency_ns.is_some() || o.packetized.p50_latency_ns.is_some() {
+            s.push_str(&format!(
+                "\n{}: client round-trip latency (medians over trials): enso {}; packetized {}.\n",
+                label(o),
+                side(&o.enso),
+                side(&o.packetized)
+            ));
+        }
+    }
+    s
 }
 
 /// The name of an application on the command line and in results.
@@ -545,7 +589,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         ]);
     }
     let md = format!(
-        "# Applications on both interfaces\n\nNIC engine on core {}, application on core {}; {} alternating trials of {} ms per interface. Where the NIC's built-in generator makes the load, it sends {} frames per engine step, {}.\n\n{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart). speedup by placement: the median speedup of the rounds (pairs of trials) whose probes before and after both found the vCPUs as sibling hyperthreads (probe under {SIBLINGS_BELOW_NS} ns), close (same core complex) or apart (probe from {APART_FROM_NS} ns), with the number of such rounds; a round during which the host moved the vCPUs counts in none.\n",
+        "# Applications on both interfaces\n\nNIC engine on core {}, application on core {}; {} alternating trials of {} ms per interface. Where the NIC's built-in generator makes the load, it sends {} frames per engine step, {}.\n\n{}{}\n\nspeedup = Ensō rate / packetized rate (median of per-round ratios); app cost ratio = packetized / Ensō application busy ns per unit. limited by: the busier of the emulated NIC and the application, or the application when it was at least 80% busy and the NIC dropped frames for lack of room (open-loop loads); when it is the NIC, the emulator, not the interface, limits the rate. probe: the cross-core round trip of one cache line before and after the row's trials (~80 ns: the vCPUs close together; several hundred: apart). speedup by placement: the median speedup of the rounds (pairs of trials) whose probes before and after both found the vCPUs as sibling hyperthreads (probe under {SIBLINGS_BELOW_NS} ns), close (same core complex) or apart (probe from {APART_FROM_NS} ns), with the number of such rounds; a round during which the host moved the vCPUs counts in none.\n",
         core_name(placement.core(Side::A)),
         core_name(placement.core(Side::B)),
         a.rounds,
@@ -556,7 +600,8 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         } else {
             "as fast as the engine makes frames (unpaced)".to_string()
         },
-        table.markdown()
+        table.markdown(),
+        latency_lines(&outs)
     );
     // Made only now, as the other experiments do: a run that fails or is
     // interrupted leaves no empty results directory behind (`--out` was
@@ -644,6 +689,77 @@ mod tests {
         assert!((g[1].speedup - 3.4).abs() < 1e-9);
         assert_eq!(placement_cell(&g), "close 1.70 (3), apart 3.40 (2)");
         assert_eq!(placement_cell(&by_placement(&[round(Mixed, 2.0)])), "-");
+    }
+
+    fn trial(latency: Option<(u64, u64)>) -> TrialResult {
+        TrialResult {
+            app: AppKind::Kv,
+            interface: Interface::Enso,
+            stream: false,
+            seconds: 0.4,
+            unit: "requests",
+            units: 400,
+            rate: 1000.0,
+            packets: 100,
+            gbps: 0.0,
+            app_busy_ns_per_unit: 10.0,
+            app_busy_fraction: 0.5,
+            nic_busy_ns_per_unit: 5.0,
+            rx_notifications_per_unit: 0.0,
+            register_writes_per_unit: 0.0,
+            app_dropped: 0,
+            nic_drops: Default::default(),
+            latency: latency.map(|(p50, p99)| enso_apps::load::LatencyStats {
+                count: 10,
+                p50_ns: p50,
+                p99_ns: p99,
+                ..Default::default()
+            }),
+            load: String::new(),
+            busy_threads: 2,
+            nic: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_client_s_latency_is_reported() {
+        let with = side(&[
+            trial(Some((1000, 5000))),
+            trial(Some((3000, 9000))),
+            trial(Some((2000, 7000))),
+        ]);
+        assert_eq!(with.p50_latency_ns, Some(2000.0));
+        assert_eq!(with.p99_latency_ns, Some(7000.0));
+        let without = side(&[trial(None)]);
+        assert_eq!(without.p50_latency_ns, None);
+        let v = serde_json::to_value(&without).unwrap();
+        assert!(v.get("p50_latency_ns").is_none(), "{v}");
+        let mut row = AppOut {
+            app: "kv",
+            patterns: None,
+            log_event_share: None,
+            kv_batch: Some(4),
+            flows: None,
+            unit: "requests",
+            enso: with.clone(),
+            packetized: with,
+            speedup: 1.0,
+            app_cost_speedup: 1.0,
+            target_speedup: 1.3,
+            load: String::new(),
+            probe_rtt_ns: 0.0,
+            probe_after_rtt_ns: 0.0,
+            rounds: Vec::new(),
+            by_placement: Vec::new(),
+        };
+        assert_eq!(
+            latency_lines(std::slice::from_ref(&row)),
+            "\nkv (4 requests per frame): client round-trip latency (medians over trials): \
+             enso p50 2000 ns, p99 7000 ns; packetized p50 2000 ns, p99 7000 ns.\n"
+        );
+        row.enso = without.clone();
+        row.packetized = without;
+        assert_eq!(latency_lines(&[row]), "");
     }
 
     #[test]
