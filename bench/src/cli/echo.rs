@@ -78,8 +78,10 @@ pub(crate) struct EchoArgs {
     /// UDP flows the generator cycles through.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) flows: u32,
-    /// Echo: most frames in flight (sent, not back). At most what one pipe
-    /// or RX ring holds, so nothing is dropped whatever the flow hash.
+    /// Echo: most frames in flight (sent, not back). The default is at most
+    /// what one pipe or RX ring holds, so nothing is dropped whatever the
+    /// flow hash; a larger window can overflow one, and what that drops is
+    /// counted (`drops`).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub(crate) window: u64,
     /// Generator frames per engine step.
