@@ -89,6 +89,41 @@ struct AllJson {
     results: String,
 }
 
+/// What the index says while experiments remain (and after a run stopped
+/// part way, by Ctrl-C for one).
+const UNFINISHED: &str = "_The experiments not listed above did not finish (the run was \
+    stopped, or is still running)._\n";
+
+/// The index, `summary.md`, written again after each experiment, so that
+/// a run stopped part way has one for the experiments that finished.
+struct Index<'a> {
+    dir: &'a ResultsDir,
+    text: String,
+}
+
+impl<'a> Index<'a> {
+    fn new(dir: &'a ResultsDir) -> Self {
+        Index {
+            dir,
+            text: String::from("# All experiments\n\n"),
+        }
+    }
+
+    /// Adds an experiment's section. Writing the partial index may fail:
+    /// [`Index::finish`] then reports it.
+    fn add(&mut self, section: &str) {
+        self.text.push_str(section);
+        let _ = self
+            .dir
+            .write_summary(&format!("{}{UNFINISHED}", self.text));
+    }
+
+    /// Writes the whole index.
+    fn finish(self) -> Result<std::path::PathBuf, bench::results::ResultsError> {
+        self.dir.write_summary(&self.text)
+    }
+}
+
 /// An experiment's summary.md under the index's `## <experiment>`
 /// heading: its headings two levels down (`#` becomes `###`), so that they
 /// sit under that heading rather than beside it.
@@ -163,20 +198,18 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
         results: root.display().to_string(),
         ..Default::default()
     };
-    let mut index = String::from("# All experiments\n\n");
+    let mut index = Index::new(&dir);
     let mut note = |name: &str, r: Result<(), String>, out: &mut AllJson| match r {
         Ok(()) => {
             let summary =
                 std::fs::read_to_string(root.join(name).join("summary.md")).unwrap_or_default();
-            index.push_str(&format!("## {name} (`{name}/`)\n\n"));
-            index.push_str(&demoted(&summary));
-            index.push('\n');
+            index.add(&format!("## {name} (`{name}/`)\n\n{}\n", demoted(&summary)));
         }
         Err(e) => {
             if !json {
                 eprintln!("bench all: {name} failed: {e}");
             }
-            index.push_str(&format!("## {name}\n\nFailed: {e}\n\n"));
+            index.add(&format!("## {name}\n\nFailed: {e}\n\n"));
             out.errors.insert(name.to_string(), e);
         }
     };
@@ -246,7 +279,7 @@ pub(crate) fn run(args: &AllArgs) -> Result<(), String> {
     });
     note("latency", r, &mut out);
 
-    dir.write_summary(&index).map_err(|e| e.to_string())?;
+    index.finish().map_err(|e| e.to_string())?;
     if json {
         print_json(&out)?;
     } else {
@@ -278,6 +311,27 @@ mod tests {
             assert_eq!(cache::progress(&r.cache.0).is_hidden(), hidden, "{w:?}");
             assert_eq!(pcie::progress(&r.pcie.0).unwrap().is_hidden(), hidden);
         }
+    }
+
+    #[test]
+    fn the_index_is_written_as_experiments_finish() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ResultsDir::at("all", tmp.path().join("all")).unwrap();
+        let read = || std::fs::read_to_string(dir.file("summary.md")).unwrap();
+        let mut index = Index::new(&dir);
+        index.add("## echo (`echo/`)\n\nrates\n\n");
+        let partial = read();
+        assert!(
+            partial.starts_with("# All experiments\n\n## echo"),
+            "{partial}"
+        );
+        assert!(partial.ends_with(UNFINISHED), "{partial}");
+        index.add("## pcie\n\nFailed: x\n\n");
+        assert!(read().contains("Failed: x"));
+        index.finish().unwrap();
+        let whole = read();
+        assert!(!whole.contains(UNFINISHED), "{whole}");
+        assert!(whole.ends_with("Failed: x\n\n"), "{whole}");
     }
 
     #[test]
