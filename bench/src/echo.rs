@@ -83,7 +83,8 @@ pub struct EchoSummary {
     /// kept up, Mpps.
     pub app_capacity_mpps: f64,
     /// `nic`, `app`, or `neither` (both sides waited: in-flight window,
-    /// batching or cross-core latency).
+    /// batching or cross-core latency); for the reference, `producer`,
+    /// `consumer` or `neither`.
     pub bottleneck: String,
     /// RX notifications per packet (Ensō only).
     pub notifications_per_pkt: Option<f64>,
@@ -355,7 +356,14 @@ pub fn summarise(
             app_busy,
             nic_capacity_mpps: 1e3 / nic_ns,
             app_capacity_mpps: 1e3 / app_ns,
-            bottleneck: bottleneck(nic_busy, app_busy).to_string(),
+            // The reference ring has no NIC or application: its sides are
+            // the producer and the consumer.
+            bottleneck: match (is_ref, bottleneck(nic_busy, app_busy)) {
+                (true, "nic") => "producer",
+                (true, "app") => "consumer",
+                (_, b) => b,
+            }
+            .to_string(),
             notifications_per_pkt: enso.then(|| finite(notif)).flatten(),
             packets_per_notification: enso.then(|| finite(1.0 / notif)).flatten(),
             tx_notifications_per_pkt: (enso && plan.rig.mode == Mode::Echo)
@@ -599,6 +607,7 @@ mod tests {
         assert_eq!(rf.speedup, None);
         assert_eq!(en.bottleneck, "nic");
         assert_eq!(pk.bottleneck, "app");
+        assert_eq!(rf.bottleneck, "producer", "the reference has no NIC");
         // 20 Mpps with the app busy half the time: 25 ns per packet.
         assert!(
             (en.app_ns_per_pkt - 25.0).abs() < 0.1,
