@@ -200,7 +200,13 @@ fn by_placement(rounds: &[RoundOut]) -> Vec<PlacementOut> {
             PlacementOut {
                 placement: c,
                 rounds: rounds.iter().filter(|r| r.placement == c).count(),
-                speedup: of(&|r| r.speedup),
+                speedup: speedup_of(
+                    rounds
+                        .iter()
+                        .filter(|r| r.placement == c)
+                        .map(|r| r.speedup)
+                        .collect(),
+                ),
                 enso_rate_m: of(&|r| r.enso_rate_m),
                 packetized_rate_m: of(&|r| r.packetized_rate_m),
             }
@@ -228,6 +234,27 @@ fn median(mut v: Vec<f64>) -> f64 {
         v[v.len() / 2]
     } else {
         (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    }
+}
+
+/// A round's speedup: Ensō's rate over the packetized side's, or NaN
+/// (null in JSON) when the packetized side handled nothing, where the old
+/// floor of 1e-9 made it some 1e16.
+fn round_ratio(enso: f64, packetized: f64) -> f64 {
+    if packetized > 0.0 {
+        enso / packetized
+    } else {
+        f64::NAN
+    }
+}
+
+/// The median of the rounds' speedups that exist; NaN if none does.
+fn speedup_of(ratios: Vec<f64>) -> f64 {
+    let v: Vec<f64> = ratios.into_iter().filter(|r| r.is_finite()).collect();
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        median(v)
     }
 }
 
@@ -522,7 +549,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                 rates[i] = r.rate;
                 per[i].push(r);
             }
-            let ratio = rates[0] / rates[1].max(1e-9);
+            let ratio = round_ratio(rates[0], rates[1]);
             ratios.push(ratio);
             // This round's after-probe is the next one's before-probe.
             let after = probe::measure(&placement, probe::DEFAULT_DURATION).rtt_ns;
@@ -546,7 +573,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             kv_batch,
             flows,
             unit: e[0].unit,
-            speedup: median(ratios),
+            speedup: speedup_of(ratios),
             app_cost_speedup: packetized.app_ns_per_unit / enso.app_ns_per_unit.max(1e-9),
             target_speedup: target(app),
             load: e[0].load.clone(),
@@ -760,6 +787,15 @@ mod tests {
         row.enso = without.clone();
         row.packetized = without;
         assert_eq!(latency_lines(&[row]), "");
+    }
+
+    #[test]
+    fn a_round_without_packetized_units_has_no_speedup() {
+        assert_eq!(round_ratio(20.0, 10.0), 2.0);
+        assert!(round_ratio(20.0, 0.0).is_nan());
+        assert_eq!(speedup_of(vec![2.0, f64::NAN, 3.0, 2.5]), 2.5);
+        assert!(speedup_of(vec![f64::NAN]).is_nan());
+        assert!(speedup_of(Vec::new()).is_nan());
     }
 
     #[test]
