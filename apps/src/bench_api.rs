@@ -222,6 +222,12 @@ pub enum LogLoad {
     /// the monitor's, with a credit window (nothing dropped). Without
     /// `client_core` it is polled on the application's core, so the rate is
     /// a lower bound for the application alone.
+    #[value(
+        help = "A client sends the log through a TX pipe on a second port cabled to the \
+                monitor's, with a credit window (nothing dropped). Unless it has a core of its \
+                own (app-trial --client-core), it is polled on the application's core, so the \
+                rate is a lower bound for the application alone"
+    )]
     Client,
 }
 
@@ -246,11 +252,23 @@ pub enum KvLoad {
     /// Maglev and telemetry do. Every key is stored before the trial (the
     /// preload goes straight into the store). No latency is measured.
     #[default]
+    #[value(
+        help = "The NIC's built-in generator replays 16384 prepared request frames (the \
+                workload's keys and operations) over and over, with a window of frames in \
+                flight (512 by default), and counts the responses: the server has its core to itself, as Maglev \
+                and telemetry do. Every key is stored before the trial. No latency is measured"
+    )]
     Generator,
     /// [`KvLoadClient`] on a second port cabled to the server's: it
     /// preloads every key through the NIC, checks every response and
     /// measures round-trip latency. Without `client_core` it is polled on
     /// the server's core, so the rate is a lower bound for the server alone.
+    #[value(
+        help = "A client on a second port cabled to the server's preloads every key through \
+                the NIC, checks every response and measures round-trip latency. Unless it has \
+                a core of its own (app-trial --client-core), it is polled on the server's core, \
+                so the rate is a lower bound for the server alone"
+    )]
     Client,
 }
 
@@ -365,6 +383,7 @@ impl LoadArgs {
 }
 
 /// Request frames the generator replays for [`KvLoad::Generator`].
+/// (The `--kv-load generator` help text gives this number too.)
 pub const KV_REPLAY_FRAMES: usize = 16_384;
 
 impl Default for TrialOptions {
@@ -1262,4 +1281,37 @@ fn step<D: AppDriver<H>, H>(
         c.poll()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    /// The load choices' help, as `--kv-load` and `--log-load` show it.
+    fn helps<E: ValueEnum>() -> Vec<String> {
+        E::value_variants()
+            .iter()
+            .map(|v| {
+                v.to_possible_value()
+                    .and_then(|p| p.get_help().map(|h| h.to_string()))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn load_help_speaks_of_options_not_of_the_code() {
+        let all: Vec<String> = [helps::<KvLoad>(), helps::<LogLoad>()].concat();
+        assert_eq!(all.len(), 4);
+        for h in &all {
+            assert!(!h.is_empty());
+            for code in ["[`", "client_core", "kv_window", "KvLoadClient"] {
+                assert!(!h.contains(code), "{code} in {h:?}");
+            }
+        }
+        assert!(all[0].contains(&KV_REPLAY_FRAMES.to_string()), "{}", all[0]);
+        assert!(all[0].contains(&TrialOptions::default().kv_window.to_string()));
+    }
 }

@@ -543,7 +543,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
                         r.rate / 1e6,
                         r.unit,
                         r.app_busy_ns_per_unit,
-                        r.unit
+                        r.unit.strip_suffix('s').unwrap_or(r.unit)
                     );
                 }
                 rates[i] = r.rate;
