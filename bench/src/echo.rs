@@ -636,12 +636,13 @@ mod tests {
         assert!(words.contains("2.00x the packet rate"), "{words}");
     }
 
-    #[test]
-    fn without_the_reference_ring_there_is_no_ratio_to_it() {
+    /// Summaries of `rounds` rounds of a fake Ensō at 20 Mpps and a fake
+    /// packetized side at 10, without the reference ring.
+    fn summaries_without_reference(rounds: usize) -> Vec<EchoSummary> {
         let mut e = fake("enso", 20.0, 0.99, 0.5);
         let mut p = fake("packetized", 10.0, 0.6, 0.98);
         let report = Interleave::new(Duration::from_millis(10))
-            .rounds(2)
+            .rounds(rounds)
             .warmup(0)
             .no_probe()
             .run(&Placement::pick(), &mut [&mut e, &mut p]);
@@ -653,7 +654,12 @@ mod tests {
             total: Duration::from_millis(20),
             reference: false,
         };
-        let s = summarise(&plan, &Placement::pick(), &report);
+        summarise(&plan, &Placement::pick(), &report)
+    }
+
+    #[test]
+    fn without_the_reference_ring_there_is_no_ratio_to_it() {
+        let s = summaries_without_reference(2);
         for x in &s {
             assert_eq!(x.reference_mpps, None, "{}", x.interface);
             assert_eq!(x.ratio_to_reference, None, "{}", x.interface);
@@ -667,22 +673,7 @@ mod tests {
 
     #[test]
     fn a_sweep_says_the_speedup_at_every_size() {
-        let mut e = fake("enso", 20.0, 0.99, 0.5);
-        let mut p = fake("packetized", 10.0, 0.6, 0.98);
-        let report = Interleave::new(Duration::from_millis(10))
-            .rounds(1)
-            .warmup(0)
-            .no_probe()
-            .run(&Placement::pick(), &mut [&mut e, &mut p]);
-        let plan = EchoPlan {
-            interfaces: Interface::BOTH.to_vec(),
-            rig: RigConfig::new(Interface::Enso, Mode::Echo, 64),
-            reference_batch: 32,
-            trial: Duration::from_millis(10),
-            total: Duration::from_millis(20),
-            reference: false,
-        };
-        let mut all = summarise(&plan, &Placement::pick(), &report);
+        let mut all = summaries_without_reference(1);
         let mut large = all.clone();
         for s in &mut large {
             s.pkt_size = 1518;
