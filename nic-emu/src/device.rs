@@ -119,11 +119,29 @@ impl NicControl {
     }
 }
 
+/// Checks that `sock` is a path a Unix socket can be bound to (at most 107
+/// bytes on Linux), before anything is made: binding fails only after the
+/// device directory exists.
+fn check_socket_path(sock: &Path) -> Result<(), String> {
+    std::os::unix::net::SocketAddr::from_pathname(sock)
+        .map(drop)
+        .map_err(|_| {
+            format!(
+                "{}: too long for a Unix socket path ({} bytes; shorten the device name or its directory)",
+                sock.display(),
+                sock.as_os_str().len()
+            )
+        })
+}
+
 impl Nic {
     /// Starts a device: creates its directory and runs its engine thread.
     pub fn start(cfg: DeviceConfig, opts: RunOptions) -> Result<Self, String> {
         let dir = cfg.device_dir();
         let sock = dir.join(CONTROL_SOCKET);
+        if opts.listen {
+            check_socket_path(&sock)?;
+        }
         if check_running(&dir).is_ok() {
             return Err(format!(
                 "device '{}' is already running ({})",

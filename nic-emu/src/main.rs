@@ -180,7 +180,6 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.pipe_writes = pipe_writes;
             cfg.evict_tx_lines = !keep_tx_lines;
             cfg.validate()?;
-            check_socket_path(&cfg.device_dir())?;
             if let Some(c) = core {
                 let usable = nic_emu::cores::usable_cores();
                 if !nic_emu::cores::can_pin(c, &usable) {
@@ -263,23 +262,6 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
-}
-
-/// Checks that the control socket of the device directory `devdir` has a
-/// path a Unix socket can be bound to (at most 107 bytes on Linux). Checked
-/// before the device starts: binding fails only after the directory is
-/// made, and a directory left behind would outlive the error.
-fn check_socket_path(devdir: &Path) -> Result<(), String> {
-    let sock = devdir.join(device::CONTROL_SOCKET);
-    std::os::unix::net::SocketAddr::from_pathname(&sock)
-        .map(drop)
-        .map_err(|_| {
-            format!(
-                "{}: too long for a Unix socket path ({} bytes; shorten --name or --dir)",
-                sock.display(),
-                sock.as_os_str().len()
-            )
-        })
 }
 
 /// Why `nic-emu stats` has no counters to show for device `name` in
