@@ -17,8 +17,6 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use nic_emu::counters::PortCounters;
@@ -174,16 +172,6 @@ impl Dut {
     }
 }
 
-/// Ctrl-C (and SIGTERM) end the run and still print the results; a second
-/// one exits at once.
-fn install_signals(stop: &Arc<AtomicBool>) {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
-        let _ = signal_hook::flag::register(sig, stop.clone());
-    }
-}
-
 fn attach(cfg: &Config) -> Result<(Session, Dut), AppError> {
     let opts = SessionOptions {
         queues: cfg.queues,
@@ -242,8 +230,9 @@ fn busy_threads(cfg: &Config) -> usize {
 }
 
 fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    install_signals(&stop);
+    // Ctrl-C (and SIGTERM) end the run and still print the results; a
+    // second one exits at once.
+    let stop = nic_emu::args::stop_on_interrupt();
     let stream = TxStream::from_source(&cfg.traffic)?;
     // The pcap's frames are known only now (synthetic sizes were checked
     // with the command line).
