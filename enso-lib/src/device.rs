@@ -385,7 +385,7 @@ impl Device {
     /// Attaches to the standalone device `name` under `dir`.
     pub fn open_in(dir: &Path, name: &str, opts: DeviceOptions) -> Result<Self, AttachError> {
         check_options(&opts)?;
-        let devdir = dir.join(format!("enso-{name}"));
+        let devdir = nic_emu::devdir::path(dir, name).map_err(AttachError::Options)?;
         // Sizes are device settings; ask with the real NIC's defaults first,
         // then retry with the device's own if they differ. Either answer is
         // checked (`check_info`) before it is used.
@@ -1537,6 +1537,24 @@ mod tests {
             }
             r => panic!("{r:?}, not a refusal saying '{want}'"),
         }
+    }
+
+    #[test]
+    fn open_refuses_names_that_leave_the_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        // `nm/../enso-nm` resolves to device `nm`'s directory: without the
+        // check, this fake device would answer.
+        let mut info = answer(d, "nm");
+        info.dma_len = 12 * layout::PAGE;
+        let asked = fake_device(d, "nm", info);
+        for name in ["nm/../enso-nm", "..", "a/b", ""] {
+            match Device::open_in(d, name, opts()) {
+                Err(AttachError::Options(m)) => assert!(m.contains("bad device name"), "{m}"),
+                r => panic!("{name}: {r:?}"),
+            }
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn remove_devices_on_signal() {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 for d in dirs().iter() {
-                    let _ = std::fs::remove_dir_all(d);
+                    crate::devdir::remove_files(d);
                 }
                 std::process::exit(128 + sig);
             }

@@ -424,9 +424,7 @@ impl DeviceConfig {
         }
         self.check_rings_fit()?;
         check_delay_ns("interconnect latency", self.interconnect_latency_ns)?;
-        if self.name.is_empty() || self.name.contains('/') {
-            return Err(format!("bad device name '{}'", self.name));
-        }
+        crate::devdir::check_name(&self.name)?;
         for (i, w) in self.ports.iter().enumerate() {
             match w {
                 WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {

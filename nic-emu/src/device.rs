@@ -142,24 +142,15 @@ impl Nic {
         if opts.listen {
             check_socket_path(&sock)?;
         }
-        if check_running(&dir).is_ok() {
-            return Err(format!(
-                "device '{}' is already running ({})",
-                cfg.name,
-                dir.display()
-            ));
-        }
-        // A directory left by a crashed run holds nothing anyone uses.
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
+        // The engine makes the directory (`devdir::create`): it refuses a
+        // running device's, and anything that is not a dead device's.
         let name = cfg.name.clone();
         let engine = Engine::new(cfg)?;
         let (tx, rx) = bounded::<Cmd>(64);
         let stop = Arc::new(AtomicBool::new(false));
         // A device that does not start leaves no directory behind.
         let undo = |e: String| {
-            let _ = std::fs::remove_dir_all(&dir);
+            crate::devdir::remove(&dir);
             e
         };
         let listener = if opts.listen {
@@ -284,7 +275,7 @@ impl Nic {
         if let Some(l) = self.listener.take() {
             let _ = l.join();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        crate::devdir::remove(&self.dir);
         stats
     }
 }

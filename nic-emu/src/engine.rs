@@ -512,30 +512,9 @@ impl Engine {
     /// `cfg.dir`, which must exist.
     pub fn new(cfg: DeviceConfig) -> Result<Self, String> {
         cfg.validate()?;
-        // Only the device's own directory is made: a mistyped `dir` is an
-        // error, not a new directory tree.
-        if !cfg.dir.is_dir() {
-            return Err(format!(
-                "{}: not an existing directory (the device directory is made inside it)",
-                cfg.dir.display()
-            ));
-        }
-        let dir = cfg.device_dir();
-        // Noted before it is made, so that a signal never finds it made but
-        // not noted.
-        let made = !dir.exists();
-        if made {
-            crate::cleanup::register(&dir);
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            if made {
-                crate::cleanup::unregister(&dir);
-            }
-            format!("{}: {e}", dir.display())
-        })?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Only the device's own directory is made (a mistyped `dir` is an
+        // error, not a new directory tree), and never through a link.
+        crate::devdir::create(&cfg.dir, &cfg.name)?;
         let ports = cfg
             .ports
             .iter()

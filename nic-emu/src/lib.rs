@@ -22,6 +22,7 @@ pub mod cleanup;
 pub mod config;
 pub mod cores;
 pub mod counters;
+pub mod devdir;
 pub mod device;
 pub mod engine;
 pub mod host;

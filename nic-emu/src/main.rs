@@ -96,8 +96,8 @@ enum Cmd {
         progress_s: f64,
     },
     /// Print the counters of a running device (an error if it is not
-    /// running): the snapshot it writes every 200 ms, so what happened in
-    /// the last 200 ms may not show yet.
+    /// running, or stopped: no snapshot for 2 s): the snapshot it writes
+    /// every 200 ms, so what happened in the last 200 ms may not show yet.
     Stats {
         #[arg(long, default_value = "enso0")]
         name: String,
@@ -244,12 +244,15 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Stats { name, dir, json } => {
-            let devdir = dir.join(format!("enso-{name}"));
+            let devdir = nic_emu::devdir::path(&dir, &name)?;
             // A killed device leaves its last snapshot behind: printing it
             // as if the device ran would pass stale counters off as live.
             if let Err(e) = device::check_running(&devdir) {
                 return Err(not_running(&name, &devdir, &e));
             }
+            // A stopped (SIGSTOP) or stuck device still has its socket
+            // accept connections, but writes no snapshot.
+            check_fresh(&name, &devdir)?;
             let s = device::read_stats(&devdir)?;
             if json {
                 println!(
@@ -286,6 +289,32 @@ fn not_running(name: &str, devdir: &Path, e: &std::io::Error) -> String {
     }
 }
 
+/// A snapshot older than this many stats intervals is not the counters of
+/// a device that runs.
+const STALE_INTERVALS: u32 = 10;
+
+/// Refuses the snapshot of device `name` in `devdir` if the device has not
+/// rewritten it for [`STALE_INTERVALS`] intervals: its process is stopped
+/// or its engine stuck, and the counters would be passed off as live.
+fn check_fresh(name: &str, devdir: &Path) -> Result<(), String> {
+    let snapshot = devdir.join(device::STATS_FILE);
+    let age = std::fs::metadata(&snapshot)
+        .and_then(|m| m.modified())
+        .map_err(|e| format!("{}: {e}", snapshot.display()))?
+        .elapsed()
+        .unwrap_or_default();
+    let limit = RunOptions::default().stats_interval * STALE_INTERVALS;
+    if age > limit {
+        return Err(format!(
+            "device '{name}' answers but has not written its counters for {:.1} s (it writes them every {} ms): its process is stopped or stuck; the counters it last wrote are in {}",
+            age.as_secs_f64(),
+            RunOptions::default().stats_interval.as_millis(),
+            snapshot.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Stops the device and returns its final counters. The device directory
 /// is removed even if the engine thread failed or does not stop within
 /// [`STOP_TIMEOUT`].
@@ -314,11 +343,11 @@ fn stop_within(
             r
         }
         Err(RecvTimeoutError::Disconnected) => {
-            let _ = std::fs::remove_dir_all(dir);
+            nic_emu::devdir::remove(dir);
             Err("the NIC engine thread failed".into())
         }
         Err(RecvTimeoutError::Timeout) => {
-            let _ = std::fs::remove_dir_all(dir);
+            nic_emu::devdir::remove(dir);
             Err(format!(
                 "the NIC engine did not stop within {} ms; removed {}",
                 timeout.as_millis(),

@@ -390,3 +390,123 @@ fn sighup_stops_the_device_and_removes_its_directory() {
     assert!(status.success(), "{status:?}");
     assert!(!dev.exists());
 }
+
+#[test]
+fn a_killed_devices_directory_is_reclaimed_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let start_dev = || {
+        Command::new(BIN)
+            .args([
+                "run",
+                "--name",
+                "cli-again",
+                "--dir",
+                d,
+                "--progress-s",
+                "0",
+            ])
+            .args(["--duration-s", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let sock = dir.path().join("enso-cli-again").join("control.sock");
+    let wait_up = || {
+        let start = Instant::now();
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            assert!(start.elapsed() < Duration::from_secs(10), "device not up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut first = start_dev();
+    wait_up();
+    // A second device of the same name is refused while the first runs.
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--name",
+            "cli-again",
+            "--dir",
+            d,
+            "--progress-s",
+            "0",
+        ])
+        .args(["--duration-s", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("already running"), "{err}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(dir.path().join("enso-cli-again/device.pid").is_file());
+    // Dead: its marker names a process that has gone, so it is reclaimed.
+    let mut second = start_dev();
+    wait_up();
+    // SAFETY: kill with a pid we spawned and still own (not yet waited for).
+    unsafe { libc::kill(second.id() as i32, libc::SIGTERM) };
+    let status = second.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!dir.path().join("enso-cli-again").exists());
+}
+
+#[test]
+fn stats_of_a_stopped_device_is_an_error_naming_the_snapshots_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let mut nic = Command::new(BIN)
+        .args(["run", "--name", "cli-stop", "--dir", d, "--progress-s", "0"])
+        .args(["--duration-s", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stats = || {
+        Command::new(BIN)
+            .args(["stats", "--name", "cli-stop", "--dir", d])
+            .output()
+            .unwrap()
+    };
+    let start = Instant::now();
+    while !stats().status.success() {
+        assert!(start.elapsed() < Duration::from_secs(10), "device not up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = nic.id() as i32;
+    // SAFETY: signals to a child we spawned and have not waited for.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = stats();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    nic.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(err.contains("has not written its counters for"), "{err}");
+    assert!(err.contains("stopped or stuck"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn names_that_leave_the_directory_are_refused_by_run_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for name in ["nm/../enso-nm", "..", "a/b", ""] {
+        for sub in ["run", "stats"] {
+            let out = Command::new(BIN)
+                .args([sub, "--name", name, "--dir", d])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{sub} {name}: {err}");
+            assert!(err.contains("bad device name"), "{sub} {name}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
