@@ -146,10 +146,11 @@ impl Tap {
         )
     }
 
-    /// Reads one frame the kernel sent out of the interface into `buf`.
-    /// `Ok(None)`: no frame waiting. `buf` must hold the largest frame (MTU
-    /// plus 18 bytes of Ethernet header and VLAN tag); the kernel fails the
-    /// read of a frame that does not fit, and that frame is lost.
+    /// Reads one frame the kernel sent out of the interface into `buf` and
+    /// returns its length. `Ok(None)`: no frame waiting. Make `buf` hold the
+    /// largest frame (MTU plus 18 bytes of Ethernet header and VLAN tag): a
+    /// longer frame is cut to `buf.len()` bytes and the rest is lost, with
+    /// nothing to tell it from a frame of exactly that length.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, Error> {
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -168,7 +169,8 @@ impl Tap {
 
     /// Writes one frame into the kernel as if received from the wire.
     /// `Ok(false)`: the kernel could not take it now. A frame shorter than an
-    /// Ethernet header, or written while the interface is down, is an error.
+    /// Ethernet header (`EINVAL`), or written while the interface is down
+    /// (`EIO`), is an error.
     pub fn send(&mut self, frame: &[u8]) -> Result<bool, Error> {
         // SAFETY: `frame` is valid for reads of `frame.len()` bytes.
         let n = unsafe { libc::write(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
