@@ -31,7 +31,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -53,39 +53,72 @@ pub fn unique_name(prefix: &str, tag: char, suffix: &str) -> String {
 ///
 /// Returns `false` (the test should return and pass) without root or with a
 /// tool missing; panics instead when a tool is missing and `CI=true`.
-/// A tool is a program name looked up in `PATH`, or an absolute path (such
-/// as `/dev/net/tun`) that must exist.
+/// A tool is a program name looked up in `PATH` (then `/usr/sbin`, `/sbin`),
+/// or an absolute path (such as `/dev/net/tun`) that must exist.
 pub fn preflight(test: &str, tools: &[&str]) -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("{test}: skipped, needs root");
-        return false;
+    let root = unsafe { libc::geteuid() } == 0;
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| find_tool(t).is_none())
+        .collect();
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    match decide(root, &missing, ci) {
+        Ok(()) => true,
+        Err(Skip::Pass(why)) => {
+            eprintln!("{test}: skipped, {why}");
+            false
+        }
+        Err(Skip::Fail(why)) => panic!("{test}: {why}"),
     }
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !tool_exists(t)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("{test}: skipped, missing {}", missing.join(", "));
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{msg} (CI=true: missing tools are failures; install iproute2 and ethtool)");
-    }
-    eprintln!("{msg}");
-    false
 }
 
-fn tool_exists(tool: &str) -> bool {
+/// Why a test does not run.
+#[derive(Debug, PartialEq, Eq)]
+enum Skip {
+    /// Return early and pass.
+    Pass(String),
+    /// Fail the test.
+    Fail(String),
+}
+
+fn decide(root: bool, missing: &[&str], ci: bool) -> Result<(), Skip> {
+    if !root {
+        return Err(Skip::Pass("needs root".to_owned()));
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let why = format!("missing {}", missing.join(", "));
+    if ci {
+        Err(Skip::Fail(format!(
+            "{why} (CI=true: a missing tool is a failure; install iproute2 and ethtool)"
+        )))
+    } else {
+        Err(Skip::Pass(why))
+    }
+}
+
+/// Where `tool` is: itself if it is an absolute path that exists, else the
+/// first match in `PATH`, `/usr/sbin` or `/sbin`.
+fn find_tool(tool: &str) -> Option<PathBuf> {
     if tool.starts_with('/') {
-        return Path::new(tool).exists();
+        return Path::new(tool).exists().then(|| PathBuf::from(tool));
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(["/usr/sbin".into(), "/sbin".into()])
-        .any(|dir| dir.join(tool).is_file())
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
 }
 
-/// Runs `program args`, failing unless it exits 0; stderr is in the error.
+/// Runs `program args` (found as [`preflight`] finds it), failing unless it
+/// exits 0; its stderr is in the error.
 pub fn run(program: &str, args: &[&str]) -> io::Result<Output> {
-    let out = Command::new(program)
+    let path = find_tool(program)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{program} not found")))?;
+    let out = Command::new(path)
         .args(args)
         .stdin(Stdio::null())
         .output()?;
@@ -140,7 +173,11 @@ impl Netns {
 
     /// Runs `program args` inside the namespace (`ip netns exec`).
     pub fn exec(&self, program: &str, args: &[&str]) -> io::Result<Output> {
-        let mut all = vec!["netns", "exec", &self.name, program];
+        let path = find_tool(program).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("{program} not found"))
+        })?;
+        let path = path.to_string_lossy();
+        let mut all = vec!["netns", "exec", &self.name, &path];
         all.extend_from_slice(args);
         run("ip", &all)
     }
@@ -232,5 +269,41 @@ impl Drop for Veth {
         // Deleting one end removes both. If the namespace is already gone,
         // so is the pair, and `ip -n` fails harmlessly.
         let _ = run("ip", &["-n", &self.ns_a, "link", "delete", &self.a]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preflight_decisions() {
+        let why = |s: &str| s.to_owned();
+        assert_eq!(
+            decide(false, &[], false),
+            Err(Skip::Pass(why("needs root")))
+        );
+        assert_eq!(
+            decide(false, &["ethtool"], true),
+            Err(Skip::Pass(why("needs root")))
+        );
+        assert_eq!(decide(true, &[], true), Ok(()));
+        assert_eq!(
+            decide(true, &["ethtool"], false),
+            Err(Skip::Pass(why("missing ethtool")))
+        );
+        assert!(
+            matches!(decide(true, &["ip", "ethtool"], true), Err(Skip::Fail(w)) if w.starts_with("missing ip, ethtool"))
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_short() {
+        let a = unique_name("tap-", '-', "");
+        let b = unique_name("tap-", '-', "");
+        assert_ne!(a, b);
+        assert!(a.len() <= 15 && b.len() <= 15);
+        assert!(find_tool("/").is_some());
+        assert!(find_tool("rawsock-no-such-tool").is_none());
     }
 }

@@ -312,3 +312,81 @@ fn low_rate_frames_wait_at_most_about_the_block_timeout() {
     }
     panic!("no frame arrived within 8 ms in 5 tries");
 }
+
+#[test]
+fn promiscuous_membership_ends_with_the_port() {
+    let Some(net) = net("promiscuous_membership_ends_with_the_port") else {
+        return;
+    };
+    let promiscuity = || {
+        let out = net
+            .a
+            .ip(&["-d", "link", "show", "dev", net.veth.a()])
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut words = text.split_whitespace();
+        words.find(|w| *w == "promiscuity");
+        words
+            .next()
+            .expect("promiscuity count")
+            .parse::<u32>()
+            .unwrap()
+    };
+    assert_eq!(promiscuity(), 0);
+    let cfg = AfPacketConfig {
+        promiscuous: true,
+        ..AfPacketConfig::new(net.veth.a())
+    };
+    let port = net.port(cfg);
+    assert_eq!(promiscuity(), 1);
+    drop(port);
+    assert_eq!(promiscuity(), 0);
+}
+
+#[test]
+fn unfinished_checksums_from_the_local_stack_are_counted() {
+    let Some(net) = net("unfinished_checksums_from_the_local_stack_are_counted") else {
+        return;
+    };
+    let mut port = net.port(AfPacketConfig::new(net.veth.a()));
+    let (a, b) = (net.veth.a(), net.veth.b());
+    let mac_a = mac_of(&net.a, a)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    net.b
+        .ip(&["addr", "add", "198.18.1.2/24", "dev", b])
+        .unwrap();
+    net.b
+        .ip(&["neigh", "add", "198.18.1.1", "lladdr", &mac_a, "dev", b])
+        .unwrap();
+    let sock = net
+        .b
+        .enter(|| std::net::UdpSocket::bind("198.18.1.2:0"))
+        .unwrap()
+        .unwrap();
+    let count_udp = |port: &mut AfPacket| {
+        let mut n = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while n == 0 && Instant::now() < deadline {
+            port.wait_rx(10).unwrap();
+            port.rx_burst(64, |f| {
+                if f.len() > 42 && f[12..14] == [8, 0] && f[23] == 17 && f[36..38] == [0, 9] {
+                    n += 1;
+                }
+            });
+        }
+        n
+    };
+    // Offloads off (as the test pair is made): finished checksums.
+    sock.send_to(b"offload off", "198.18.1.1:9").unwrap();
+    assert_eq!(count_udp(&mut port), 1);
+    assert_eq!(port.counters().csum_not_ready, 0);
+    // Checksum offload on: the frame crosses the pair with its checksum
+    // left to do, and the port says so.
+    net.b.exec("ethtool", &["-K", b, "tx", "on"]).unwrap();
+    sock.send_to(b"offload on", "198.18.1.1:9").unwrap();
+    assert_eq!(count_udp(&mut port), 1);
+    assert_eq!(port.counters().csum_not_ready, 1);
+}

@@ -164,3 +164,21 @@ fn tap_keeps_working_after_moving_to_another_namespace() {
     away.ip(&["link", "set", "dev", &name, "up"]).unwrap();
     arp_round_trip(&mut tap);
 }
+
+#[test]
+fn tap_name_pattern_is_filled_in_by_the_kernel() {
+    if !preflight(
+        "tap_name_pattern_is_filled_in_by_the_kernel",
+        &["ip", "/dev/net/tun"],
+    ) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let tap = ns.enter(|| Tap::create("rstap%d")).unwrap().unwrap();
+    assert_eq!(
+        tap.name(),
+        "rstap0",
+        "first free number in a fresh namespace"
+    );
+    assert_eq!(tap.mac(), mac_of(&ns, tap.name()));
+}

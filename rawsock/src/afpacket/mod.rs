@@ -61,12 +61,19 @@ pub struct AfPacketConfig {
     /// Transmit straight to the driver, skipping the interface's queueing
     /// discipline (`PACKET_QDISC_BYPASS`).
     pub qdisc_bypass: bool,
+    /// Receive frames addressed to any MAC, as an emulated NIC with its own
+    /// address needs on a physical interface (a veth passes every frame
+    /// anyway). Done with a packet-socket membership
+    /// (`PACKET_MR_PROMISC`), which the kernel counts per socket and drops
+    /// when the socket closes: the interface's own flags are not changed.
+    pub promiscuous: bool,
 }
 
 impl AfPacketConfig {
     /// Defaults for interface `iface`: 32 receive blocks of 128 KiB handed
     /// over after 1 ms, 512 transmit slots of 2 KiB, frames up to 1518 bytes
-    /// (1500-byte MTU plus Ethernet header and one VLAN tag), qdisc bypass.
+    /// (1500-byte MTU plus Ethernet header and one VLAN tag), qdisc bypass,
+    /// not promiscuous.
     pub fn new(iface: &str) -> AfPacketConfig {
         AfPacketConfig {
             iface: iface.to_owned(),
@@ -77,6 +84,7 @@ impl AfPacketConfig {
             tx_frames: 512,
             max_frame: 1518,
             qdisc_bypass: true,
+            promiscuous: false,
         }
     }
 
@@ -192,7 +200,8 @@ pub struct AfPacket {
 impl AfPacket {
     /// Opens interface `cfg.iface` (which must exist, in the calling thread's
     /// network namespace, and be Ethernet). The interface's state (up/down,
-    /// MTU, offloads, promiscuity) is left as it is.
+    /// MTU, offloads, flags) is left as it is; `promiscuous` adds a
+    /// membership that ends with the socket.
     pub fn open(cfg: &AfPacketConfig) -> Result<AfPacket, Error> {
         cfg.validate()?;
         let ifindex = sys::ifindex(&cfg.iface)?;

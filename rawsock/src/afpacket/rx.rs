@@ -100,6 +100,20 @@ impl RxRing {
         sys::set_packet_opt(&fd, libc::PACKET_RX_RING, &req, "PACKET_RX_RING")?;
         let map = RingMap::new(&fd, cfg.rx_block_size * cfg.rx_blocks)?;
         sys::bind_packet(&fd, ifindex, libc::ETH_P_ALL as u16)?;
+        if cfg.promiscuous {
+            let mreq = libc::packet_mreq {
+                mr_ifindex: ifindex as libc::c_int,
+                mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            sys::set_packet_opt(
+                &fd,
+                libc::PACKET_ADD_MEMBERSHIP,
+                &mreq,
+                "PACKET_ADD_MEMBERSHIP promiscuous",
+            )?;
+        }
         Ok(RxRing {
             map,
             fd,
