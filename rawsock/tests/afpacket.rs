@@ -390,3 +390,50 @@ fn unfinished_checksums_from_the_local_stack_are_counted() {
     assert_eq!(count_udp(&mut port), 1);
     assert_eq!(port.counters().csum_not_ready, 1);
 }
+
+#[test]
+fn ring_to_ring_traffic_wraps_both_rings_in_order() {
+    let Some(net) = net("ring_to_ring_traffic_wraps_both_rings_in_order") else {
+        return;
+    };
+    let mut rx = net.port(AfPacketConfig::new(net.veth.a()));
+    let cfg_b = AfPacketConfig::new(net.veth.b());
+    let mut tx = net
+        .b
+        .enter(|| AfPacket::open(&cfg_b))
+        .unwrap()
+        .expect("open the sending port");
+    const TOTAL: u32 = 50_000;
+    let size = |seq: u32| 60 + (seq as usize * 97) % 1455;
+    let (mut next_tx, mut next_rx, mut bad) = (0u32, 0u32, 0u32);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    while next_rx < TOTAL && Instant::now() < deadline {
+        if next_tx < TOTAL {
+            batch.clear();
+            batch.extend((next_tx..TOTAL.min(next_tx + 32)).map(|s| test_frame(size(s), s)));
+            next_tx += tx.tx_burst(batch.iter().map(Vec::as_slice)) as u32;
+        } else {
+            rx.wait_rx(10).unwrap();
+        }
+        rx.rx_burst(256, |f| {
+            if !is_test_frame(f) {
+                return;
+            }
+            if f != test_frame(size(next_rx), next_rx).as_slice() {
+                bad += 1;
+            }
+            next_rx += 1;
+        });
+    }
+    let (r, t) = (rx.counters(), tx.counters());
+    assert_eq!(
+        (next_tx, next_rx, bad),
+        (TOTAL, TOTAL, 0),
+        "rx {r:?} tx {t:?}"
+    );
+    assert_eq!(r.kernel_drops, 0);
+    // Many times round both rings.
+    assert!(u64::from(TOTAL) > 20 * tx.tx_slots() as u64);
+    assert!(r.rx_bytes > 5 * 32 * 128 * 1024);
+}
