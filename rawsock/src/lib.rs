@@ -73,3 +73,14 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The integrator moves ports to their I/O threads.
+    #[test]
+    fn ports_can_move_between_threads() {
+        fn assert_send<T: Send>() {}
+        assert_send::<crate::AfPacket>();
+        assert_send::<crate::Tap>();
+    }
+}

@@ -223,6 +223,10 @@ impl RxRing {
                     counters.rx_malformed += 1;
                     cursor.left = 0;
                 }
+                // Saved before the callback runs: if it panics, this frame
+                // (whose VLAN tag may already be restored in place) is not
+                // delivered a second time.
+                self.cursor = Some(cursor);
                 // SAFETY: we own the block; `deliver` checks the frame's
                 // extent against the block before touching it.
                 let outcome =
