@@ -56,7 +56,7 @@ pub enum DriverError {
     #[error(transparent)]
     Free(#[from] FreeError),
     #[error("pipe bytes are not frames: {0}")]
-    Corrupt(nic_emu::wire::FrameError),
+    Corrupt(enso_abi::wire::FrameError),
 }
 
 /// Runs a [`PacketHandler`] over RX/TX pipes: each batch is handled in
@@ -152,7 +152,7 @@ impl EnsoDriver {
                 }
                 // Where this frame's flits end (padding and marker included).
                 let end = pkt.as_ptr() as usize + pkt.len() - base;
-                let end = end.next_multiple_of(nic_emu::wire::FLIT);
+                let end = end.next_multiple_of(enso_abi::wire::FLIT);
                 if fwd != run_fwd && run_len > 0 {
                     runs[nruns] = (run_fwd, run_len);
                     nruns += 1;

@@ -3,11 +3,11 @@
 //! A batch is one contiguous slice of a pipe (the pipe is mapped twice back
 //! to back, so a batch that wraps is still one slice). Frames start on 64 B
 //! boundaries and are delimited from their own headers
-//! ([`nic_emu::wire::delimit`]): IPv4, IPv6, ARP, 802.3 and opaque frames
+//! ([`enso_abi::wire::delimit`]): IPv4, IPv6, ARP, 802.3 and opaque frames
 //! (behind a marker flit) all come out right, and an empty batch yields
 //! nothing.
 
-use nic_emu::wire::{self, FrameError, FLIT};
+use enso_abi::wire::{self, FrameError, FLIT};
 
 /// Received bytes of one pipe, borrowed until freed or sent.
 #[derive(Debug)]

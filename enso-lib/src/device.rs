@@ -2,7 +2,7 @@
 //! pipes, and the posted-write queue through which it writes registers.
 //!
 //! The shared-memory protocol (who writes what, with which ordering) is
-//! documented in [`nic_emu::layout`]; the SYNC POINT comments here name the
+//! documented in [`enso_abi::layout`]; the SYNC POINT comments here name the
 //! NIC-side partner of each Release/Acquire.
 
 use std::fs::File;
@@ -12,15 +12,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use memmap2::MmapRaw;
-use nic_emu::engine::{AttachInfo, AttachRequest};
-use nic_emu::layout::{
+use enso_abi::control::{AttachInfo, AttachRequest, LocalNic, NotificationMode, SteppedNic};
+use enso_abi::layout::{
     self, config, reg, reg_addr, signal, MmioQueue, RxNotification, TxNotification, DESC_SLOT,
     MMIO_QUEUE_LEN, NOTIF_SLOT,
 };
-use nic_emu::shm::{self, MirrorMap};
-use nic_emu::wire::{FiveTuple, FLIT};
-use nic_emu::{Engine, NicControl, NotificationMode};
+use enso_abi::shm::{self, MirrorMap};
+use enso_abi::wire::{FiveTuple, FLIT};
+use memmap2::MmapRaw;
 
 use crate::batch::RxBatch;
 use crate::error::*;
@@ -200,8 +199,8 @@ enum Keepalive {
     /// Standalone device: the control connection (non-blocking); closing
     /// it detaches, and the device closing it means the device is gone.
     Socket(UnixStream),
-    /// In-process threaded device.
-    Control(NicControl, u32),
+    /// In-process threaded device: its handle, and our application id.
+    Control(Box<dyn LocalNic + Send>, u32),
     /// Stepped engine: the caller detaches (or drops the engine).
     None,
 }
@@ -385,17 +384,17 @@ impl Device {
     /// Attaches to the standalone device `name` under `dir`.
     pub fn open_in(dir: &Path, name: &str, opts: DeviceOptions) -> Result<Self, AttachError> {
         check_options(&opts)?;
-        let devdir = nic_emu::devdir::path(dir, name).map_err(AttachError::Options)?;
+        let devdir = enso_abi::devname::path(dir, name).map_err(AttachError::Options)?;
         // Sizes are device settings; ask with the real NIC's defaults first,
         // then retry with the device's own if they differ. Either answer is
         // checked (`check_info`) before it is used.
         let guess = request(&opts, 2 << 20, 16384);
         let (info, sock) =
-            nic_emu::device::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
+            enso_abi::control::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
         let want = region_bytes(&opts, info.pipe_size, info.notif_ring_entries);
         let (info, sock) = if want > info.dma_len {
             drop(sock);
-            nic_emu::device::attach_remote(
+            enso_abi::control::attach_remote(
                 &devdir,
                 request(&opts, info.pipe_size, info.notif_ring_entries),
             )
@@ -409,9 +408,10 @@ impl Device {
         Self::from_info(info, opts, Keepalive::Socket(sock))
     }
 
-    /// Attaches to a device running in this process.
+    /// Attaches to a device running in this process, whose pipes are
+    /// `pipe_size` bytes and notification rings `notif_entries` long.
     pub fn attach(
-        nic: &NicControl,
+        nic: &dyn LocalNic,
         pipe_size: usize,
         notif_entries: u32,
         opts: DeviceOptions,
@@ -421,23 +421,25 @@ impl Device {
             .attach(request(&opts, pipe_size, notif_entries))
             .map_err(AttachError::Device)?;
         let id = info.app_id;
-        Self::from_info(info, opts, Keepalive::Control(nic.clone(), id))
+        Self::from_info(info, opts, Keepalive::Control(nic.handle(), id))
     }
 
-    /// Attaches to a running [`nic_emu::Nic`].
-    pub fn attach_nic(nic: &nic_emu::Nic, opts: DeviceOptions) -> Result<Self, AttachError> {
-        let (ps, ne) = nic.with_engine(|e| (e.config().pipe_size, e.config().notif_ring_entries));
-        Self::attach(&nic.control(), ps, ne, opts)
+    /// Attaches to a device running in this process (the emulator's
+    /// `nic_emu::Nic`, or its control handle), with its own sizes.
+    pub fn attach_nic(nic: &dyn LocalNic, opts: DeviceOptions) -> Result<Self, AttachError> {
+        let (ps, ne) = nic.ring_sizes().map_err(AttachError::Device)?;
+        Self::attach(nic, ps, ne, opts)
     }
 
     /// Attaches to a stepped engine (the caller runs `engine.step()`).
-    pub fn attach_engine(engine: &mut Engine, opts: DeviceOptions) -> Result<Self, AttachError> {
+    pub fn attach_engine(
+        engine: &mut dyn SteppedNic,
+        opts: DeviceOptions,
+    ) -> Result<Self, AttachError> {
         check_options(&opts)?;
-        let c = engine.config();
-        let req = request(&opts, c.pipe_size, c.notif_ring_entries);
-        let info = engine
-            .attach(&req)
-            .map_err(|e| AttachError::Device(e.to_string()))?;
+        let (ps, ne) = engine.ring_sizes();
+        let req = request(&opts, ps, ne);
+        let info = engine.attach(&req).map_err(AttachError::Device)?;
         Self::from_info(info, opts, Keepalive::None)
     }
 
@@ -553,7 +555,7 @@ impl Device {
             }
         }
         let prod = self.mmio_prod;
-        let stamp = self.stamp.then(nic_emu::monotonic_ns).unwrap_or(0);
+        let stamp = self.stamp.then(enso_abi::monotonic_ns).unwrap_or(0);
         let q = self.mmio_queue();
         let e = &q.entries[prod as usize & (MMIO_QUEUE_LEN - 1)];
         e.word
@@ -832,7 +834,7 @@ impl Device {
     pub fn poll(&mut self) -> Result<usize, DeviceError> {
         self.stats.notification_polls += 1;
         let now = if self.stamp {
-            nic_emu::monotonic_ns()
+            enso_abi::monotonic_ns()
         } else {
             0
         };
@@ -1164,7 +1166,7 @@ impl Device {
     pub fn reap_completions(&mut self) -> Result<usize, DeviceError> {
         let mut n = 0;
         let now = if self.stamp && self.tx_inflight > 0 {
-            nic_emu::monotonic_ns()
+            enso_abi::monotonic_ns()
         } else {
             0
         };
@@ -1357,7 +1359,7 @@ impl Device {
     /// nothing, so a loop that may wait for traffic indefinitely should call
     /// this now and then (it is one non-blocking read of the control
     /// connection). An in-process device ([`Device::attach_nic`]) is gone
-    /// once its [`nic_emu::Nic`] is stopped or dropped. A stepped engine
+    /// once it is stopped or dropped. A stepped engine
     /// lives as long as its owner: always `Ok`.
     pub fn check_alive(&self) -> Result<(), DeviceError> {
         let s = match &self._keep {
@@ -1502,7 +1504,7 @@ mod tests {
     fn fake_device(dir: &Path, name: &str, info: AttachInfo) -> Arc<AtomicUsize> {
         let devdir = dir.join(format!("enso-{name}"));
         std::fs::create_dir_all(&devdir).expect("device dir");
-        let l = UnixListener::bind(devdir.join(nic_emu::device::CONTROL_SOCKET)).expect("bind");
+        let l = UnixListener::bind(devdir.join(enso_abi::control::CONTROL_SOCKET)).expect("bind");
         let answered = Arc::new(AtomicUsize::new(0));
         let count = answered.clone();
         std::thread::spawn(move || {
@@ -1510,7 +1512,7 @@ mod tests {
                 let mut s = s.expect("accept");
                 let mut line = String::new();
                 BufReader::new(&s).read_line(&mut line).expect("request");
-                let resp = nic_emu::device::ControlResponse::Attached(info.clone());
+                let resp = enso_abi::control::ControlResponse::Attached(info.clone());
                 let mut out = serde_json::to_string(&resp).expect("json");
                 out.push('\n');
                 count.fetch_add(1, Ordering::SeqCst);
@@ -1601,14 +1603,14 @@ mod tests {
         create_files(&info, info.dma_len);
         let devdir = d.join("enso-held");
         std::fs::create_dir_all(&devdir).expect("device dir");
-        let l = UnixListener::bind(devdir.join(nic_emu::device::CONTROL_SOCKET)).expect("bind");
+        let l = UnixListener::bind(devdir.join(enso_abi::control::CONTROL_SOCKET)).expect("bind");
         // A device that holds the connection until told to go.
         let (go, gone) = std::sync::mpsc::channel::<()>();
         let device = std::thread::spawn(move || {
             let (mut s, _) = l.accept().expect("accept");
             let mut line = String::new();
             BufReader::new(&s).read_line(&mut line).expect("request");
-            let resp = nic_emu::device::ControlResponse::Attached(info);
+            let resp = enso_abi::control::ControlResponse::Attached(info);
             let mut out = serde_json::to_string(&resp).expect("json");
             out.push('\n');
             s.write_all(out.as_bytes()).expect("answer");

@@ -1,6 +1,7 @@
 //! The application side of the Ensō streaming interface, and of the
-//! packetized (descriptor-ring) baseline, over the emulated NIC of
-//! `nic-emu`.
+//! packetized (descriptor-ring) baseline. It speaks to the NIC only
+//! through the shared-memory contract of `enso-abi`, and links no part of
+//! the emulator (`nic-emu`), which the examples below run in process.
 //!
 //! A [`Device`] is one thread's handle on a NIC: it owns a notification
 //! buffer and the pipes (or descriptor queues) it allocates.
@@ -22,7 +23,7 @@
 //!   RX/TX pipes, [`PacketizedDriver`] over descriptor queues.
 //!
 //! A device runs in another process (`nic-emu run --name dev0`, then
-//! [`Device::open`]) or in this one ([`nic_emu::Nic::start`], then
+//! [`Device::open`]) or in this one (`nic_emu::Nic::start`, then
 //! [`Device::attach_nic`]). A device that stops (or whose process exits)
 //! is reported by [`Device::check_alive`] as [`DeviceError::Gone`]; a loop
 //! that may wait for traffic forever should call it now and then.
@@ -31,7 +32,7 @@
 //!
 //! An in-process NIC whose port 0 is its built-in generator: it sends
 //! 64 B test frames and checks each one that comes back has its echo byte
-//! ([`nic_emu::testframe::FrameKind::echo_offset`], byte 58 of an IPv4/UDP
+//! (`nic_emu::testframe::FrameKind::echo_offset`, byte 58 of an IPv4/UDP
 //! test frame) incremented. It starts paused, so that no frame arrives
 //! before the pipe that receives it exists (the NIC would drop it as
 //! matching nothing), and keeps at most 64 frames in flight.
@@ -139,5 +140,4 @@ pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDri
 pub use batch::{Packets, PacketsMut, RxBatch};
 pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
 pub use error::*;
-pub use nic_emu;
 pub use packetized::{Mbuf, QueueId, QueueStats};

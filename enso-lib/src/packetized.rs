@@ -12,7 +12,7 @@
 
 use std::sync::atomic::Ordering;
 
-use nic_emu::layout::{self, desc, reg, reg_addr, Descriptor, DESC_SLOT};
+use enso_abi::layout::{self, desc, reg, reg_addr, Descriptor, DESC_SLOT};
 
 use crate::device::Device;
 use crate::error::{AllocError, DeviceError, RecvError, SendError};
@@ -47,7 +47,7 @@ impl Mbuf {
         self.hash
     }
     /// Sets the frame length (at most the 2 KiB buffer). The wire carries
-    /// frames of `nic_emu::wire::MIN_FRAME..=MAX_FRAME` bytes (14-1536):
+    /// frames of `enso_abi::wire::MIN_FRAME..=MAX_FRAME` bytes (14-1536):
     /// [`Device::tx_burst`] refuses others.
     pub fn set_len(&mut self, len: usize) {
         self.len = len.min(desc::BUF_SIZE) as u16;
@@ -107,7 +107,7 @@ pub(crate) struct PktState {
 
 /// Frame lengths the wire carries.
 const SENDABLE: std::ops::RangeInclusive<usize> =
-    nic_emu::wire::MIN_FRAME..=nic_emu::wire::MAX_FRAME;
+    enso_abi::wire::MIN_FRAME..=enso_abi::wire::MAX_FRAME;
 
 /// DPDK's defaults.
 pub const RX_FREE_THRESH: u32 = 32;
@@ -629,7 +629,7 @@ mod tests {
         assert_eq!(b.pool_usage().0, b.pool_usage().1 - 32, "b lost nothing");
         // Lengths the wire does not carry: longer than MAX_FRAME, or shorter
         // than an Ethernet header.
-        for len in [nic_emu::wire::MAX_FRAME + 1, desc::BUF_SIZE, 0, 13] {
+        for len in [enso_abi::wire::MAX_FRAME + 1, desc::BUF_SIZE, 0, 13] {
             let mut m = mine(&mut a, 64);
             m.set_len(len);
             pkts.insert(0, m);

@@ -6,39 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::testframe::FrameKind;
 
-/// When the NIC writes RX notifications.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NotificationMode {
-    /// At most one outstanding notification per pipe (the default).
-    #[default]
-    Reactive,
-    /// One notification for every frame (the paper's baseline).
-    PerPacket,
-    /// Reactive at the NIC; the library rewrites heads to prefetch the next
-    /// pipe's notification (the library reads this setting).
-    ReactivePrefetch,
-}
-
-impl NotificationMode {
-    pub fn per_packet(self) -> bool {
-        self == NotificationMode::PerPacket
-    }
-}
-
-impl std::str::FromStr for NotificationMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "reactive" => Ok(Self::Reactive),
-            "per-packet" | "per_packet" => Ok(Self::PerPacket),
-            "prefetch" | "reactive-prefetch" | "reactive_prefetch" => Ok(Self::ReactivePrefetch),
-            _ => Err(format!(
-                "unknown notification mode '{s}' (reactive, per-packet, reactive-prefetch)"
-            )),
-        }
-    }
-}
+pub use enso_abi::control::NotificationMode;
 
 /// Frame sizes the built-in generator sends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -31,10 +31,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Longest device name (bytes): `enso-<name>` stays well within a path
-/// component's 255. (A device that listens for other processes also needs
-/// its socket path within 107 bytes, which is checked where it listens.)
-pub const MAX_NAME: usize = 200;
+pub use enso_abi::devname::{check_name, path, MAX_NAME};
+
 /// The file that marks a directory as a device's: `<pid> <start time>`
 /// of the process that made it (start time as `/proc/<pid>/stat` gives it,
 /// so that a reused pid is not taken for the device).
@@ -48,28 +46,8 @@ pub const DEVICE_FILES: [&str; 4] = [
     MARKER,
 ];
 
-/// Checks a device name: one path component of `[A-Za-z0-9._-]`, starting
-/// with a letter, digit or `_`, 1 to [`MAX_NAME`] bytes.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok_first = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let ok = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
-    let b = name.as_bytes();
-    if b.is_empty() || b.len() > MAX_NAME || !ok_first(b[0]) || !b.iter().all(|&c| ok(c)) {
-        return Err(format!(
-            "bad device name {name:?}: use 1 to {MAX_NAME} letters, digits, '.', '_' or '-', starting with a letter, digit or '_'"
-        ));
-    }
-    Ok(())
-}
-
-/// The directory of device `name` under `parent`, once the name is checked.
-pub fn path(parent: &Path, name: &str) -> Result<PathBuf, String> {
-    check_name(name)?;
-    Ok(parent.join(entry_name(name)))
-}
-
 fn entry_name(name: &str) -> String {
-    format!("enso-{name}")
+    enso_abi::devname::entry_name(name)
 }
 
 fn cstr(s: &str) -> CString {
@@ -368,29 +346,6 @@ pub(crate) fn remove_files(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_one_safe_component() {
-        for ok in ["dev0", "a", "_x", "bench-12-3.a_b", &"n".repeat(MAX_NAME)] {
-            assert!(check_name(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            ".",
-            "..",
-            "nm/../enso-nm",
-            "a/b",
-            "-x",
-            ".hidden",
-            "a b",
-            "a\0b",
-            "é",
-            &"n".repeat(MAX_NAME + 1),
-        ] {
-            let e = check_name(bad).unwrap_err();
-            assert!(e.starts_with("bad device name"), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn this_process_is_live_and_a_made_up_start_time_is_not() {

@@ -15,16 +15,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use serde::{Deserialize, Serialize};
 
 use crate::config::DeviceConfig;
 use crate::counters::Stats;
 use crate::engine::{AttachInfo, AttachRequest, Engine};
 
-/// Name of the control socket in the device directory.
-pub const CONTROL_SOCKET: &str = "control.sock";
-/// Name of the stats snapshot in the device directory.
-pub const STATS_FILE: &str = "stats.json";
+pub use enso_abi::control::{
+    attach_remote, check_running, ControlRequest, ControlResponse, CONTROL_SOCKET, STATS_FILE,
+};
 
 enum Cmd {
     Attach(AttachRequest, Sender<Result<AttachInfo, String>>),
@@ -352,21 +350,6 @@ fn write_stats(e: &Engine, path: &Path) {
     }
 }
 
-/// A request on the control socket (one JSON line).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum ControlRequest {
-    Attach(AttachRequest),
-}
-
-/// The answer (one JSON line).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ControlResponse {
-    Attached(AttachInfo),
-    Error(String),
-}
-
 fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         match l.accept() {
@@ -442,37 +425,6 @@ fn client(s: UnixStream, ctl: NicControl) {
     }
 }
 
-/// Attaches over the control socket of the device in `dir`; the returned
-/// stream must stay open for as long as the attachment is used.
-pub fn attach_remote(dir: &Path, req: AttachRequest) -> Result<(AttachInfo, UnixStream), String> {
-    let sock = dir.join(CONTROL_SOCKET);
-    let mut s = UnixStream::connect(&sock)
-        .map_err(|e| format!("cannot reach device at {}: {e}", sock.display()))?;
-    let mut line =
-        serde_json::to_string(&ControlRequest::Attach(req)).map_err(|e| e.to_string())?;
-    line.push('\n');
-    s.write_all(line.as_bytes()).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(CMD_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
-    let mut resp = String::new();
-    r.read_line(&mut resp)
-        .map_err(|e| format!("device did not answer: {e}"))?;
-    match serde_json::from_str::<ControlResponse>(resp.trim()) {
-        Ok(ControlResponse::Attached(info)) => Ok((info, s)),
-        Ok(ControlResponse::Error(e)) => Err(e),
-        Err(e) => Err(format!("bad answer from device: {e}")),
-    }
-}
-
-/// Whether a device runs in `dir`: something answers on its control
-/// socket (what applications attach through). Otherwise the connection's
-/// error (no socket: the device never ran or stopped cleanly; refused: its
-/// process died and left the directory behind).
-pub fn check_running(dir: &Path) -> std::io::Result<()> {
-    UnixStream::connect(dir.join(CONTROL_SOCKET)).map(drop)
-}
-
 /// Reads the stats snapshot of the device in `dir`. The snapshot outlives
 /// a device whose process was killed: see [`check_running`].
 pub fn read_stats(dir: &Path) -> Result<Stats, String> {
@@ -506,3 +458,46 @@ pub fn read_stats(dir: &Path) -> Result<Stats, String> {
 /// Largest `stats.json` read (a snapshot of thousands of pipes is far
 /// smaller).
 const MAX_STATS_FILE: u64 = 64 << 20;
+
+impl enso_abi::control::LocalNic for NicControl {
+    fn ring_sizes(&self) -> Result<(usize, u32), String> {
+        let (tx, rx) = bounded(1);
+        self.tx
+            .send(Cmd::With(Box::new(move |e| {
+                let _ = tx.send((e.config().pipe_size, e.config().notif_ring_entries));
+            })))
+            .map_err(|_| "the NIC engine has stopped".to_string())?;
+        rx.recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| "the NIC engine did not answer".to_string())
+    }
+    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+        NicControl::attach(self, req)
+    }
+    fn detach(&self, app_id: u32) -> bool {
+        NicControl::detach(self, app_id)
+    }
+    fn is_running(&self) -> bool {
+        NicControl::is_running(self)
+    }
+    fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
+        Box::new(self.clone())
+    }
+}
+
+impl enso_abi::control::LocalNic for Nic {
+    fn ring_sizes(&self) -> Result<(usize, u32), String> {
+        self.control().ring_sizes()
+    }
+    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+        Nic::attach(self, req)
+    }
+    fn detach(&self, app_id: u32) -> bool {
+        Nic::detach(self, app_id)
+    }
+    fn is_running(&self) -> bool {
+        self.control().is_running()
+    }
+    fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
+        Box::new(self.control())
+    }
+}

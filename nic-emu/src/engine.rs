@@ -7,14 +7,12 @@
 //! against that application's region first (the emulated IOMMU); anything
 //! out of range is refused and counted, never followed.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use memmap2::MmapRaw;
 use pcie_model::{PcieCounters, TrafficClass};
-use serde::{Deserialize, Serialize};
 
-use crate::config::{DeviceConfig, NotificationMode};
+use crate::config::DeviceConfig;
 use crate::counters::*;
 use crate::layout::{self, config, reg, signal, MmioQueue, RxNotification, TxNotification};
 use crate::port::{self, Port, Wire};
@@ -44,40 +42,7 @@ const TX_FETCH_MAX: u32 = 256;
 /// A notification slot's size as the byte count of a DMA access.
 const NOTIF_BYTES: u64 = layout::NOTIF_SLOT as u64;
 
-/// What an application asks for when it attaches.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AttachRequest {
-    /// Pipe ids to reserve for it.
-    pub pipes: u32,
-    /// Size of its DMA region (sparse; pages are allocated when touched).
-    pub dma_bytes: usize,
-    /// Descriptor queue pairs (packetized interface) to reserve for it.
-    #[serde(default)]
-    pub desc_queues: u32,
-}
-
-/// What an application gets when it attaches.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AttachInfo {
-    pub app_id: u32,
-    pub device: String,
-    pub dma_path: PathBuf,
-    pub dma_len: usize,
-    pub mmio_path: PathBuf,
-    /// Its pipes are `pipe_base .. pipe_base + pipe_count`.
-    pub pipe_base: u32,
-    pub pipe_count: u32,
-    /// Its notification buffer.
-    pub nbuf_id: u32,
-    pub pipe_size: usize,
-    pub notif_ring_entries: u32,
-    pub notification_mode: NotificationMode,
-    pub ports: usize,
-    pub interconnect_latency_ns: u64,
-    /// Its descriptor queues are `desc_queue_base .. + desc_queue_count`.
-    pub desc_queue_base: u32,
-    pub desc_queue_count: u32,
-}
+pub use enso_abi::control::{AttachInfo, AttachRequest};
 
 /// Why an attach was refused.
 #[derive(Debug, thiserror::Error)]
@@ -1062,6 +1027,15 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.cleanup();
         crate::cleanup::unregister(&self.cfg.device_dir());
+    }
+}
+
+impl enso_abi::control::SteppedNic for Engine {
+    fn ring_sizes(&self) -> (usize, u32) {
+        (self.cfg.pipe_size, self.cfg.notif_ring_entries)
+    }
+    fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, String> {
+        Engine::attach(self, req).map_err(|e| e.to_string())
     }
 }
 

@@ -17,6 +17,8 @@
 //! a loopback, a cable or a built-in traffic generator, counters for every
 //! drop, and PCIe transaction accounting.
 
+pub use enso_abi::{layout, shm, wire};
+
 pub mod args;
 pub mod cleanup;
 pub mod config;
@@ -26,13 +28,10 @@ pub mod devdir;
 pub mod device;
 pub mod engine;
 pub mod host;
-pub mod layout;
 pub mod port;
-pub mod shm;
 pub mod spec;
 pub mod steering;
 pub mod testframe;
-pub mod wire;
 
 pub use config::{
     DeviceConfig, GeneratorConfig, NotificationMode, ReplayFrames, SizeSpec, VerifyLevel,
@@ -42,29 +41,4 @@ pub use counters::{PipeWriteMode, Stats};
 pub use device::{Nic, NicControl, RunOptions};
 pub use engine::{AttachInfo, AttachRequest, Clock, Engine};
 
-/// Resolution of CLOCK_MONOTONIC in nanoseconds (what timestamps and
-/// round-trip times are measured with).
-pub fn clock_resolution_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write to.
-    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
-        return 1;
-    }
-    (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).max(1)
-}
-
-/// CLOCK_MONOTONIC in nanoseconds (comparable across processes).
-#[inline]
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write to; CLOCK_MONOTONIC always
-    // exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use enso_abi::{clock_resolution_ns, monotonic_ns};
