@@ -37,9 +37,31 @@ pub fn entry_name(name: &str) -> String {
     format!("enso-{name}")
 }
 
+/// The MAC address of port `port` of device `name`: locally administered
+/// and unicast (`02:45:` then three bytes of a hash of the name, then the
+/// port), the same on both sides and in every run, so a peer's neighbour
+/// table stays right across restarts.
+pub fn port_mac(name: &str, port: usize) -> [u8; 6] {
+    // FNV-1a: small, stable across releases (std's hashers are not).
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    [0x02, 0x45, (h >> 16) as u8, (h >> 8) as u8, h as u8, port as u8]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_macs_are_local_unicast_and_differ_by_device_and_port() {
+        let a = port_mac("dev0", 0);
+        assert_eq!(a[0] & 0b11, 0b10, "locally administered, unicast");
+        assert_eq!(a, port_mac("dev0", 0));
+        assert_ne!(a, port_mac("dev0", 1));
+        assert_ne!(a, port_mac("dev1", 0));
+        assert_eq!(port_mac("dev0", 1)[5], 1);
+    }
 
     #[test]
     fn names_are_one_safe_component() {
