@@ -81,8 +81,15 @@ struct TestPmd {
 
 impl TestPmd {
     fn spawn(tag: &str, vdev: &str, fwd: &str) -> TestPmd {
+        TestPmd::spawn_with(tag, vdev, fwd, &[])
+    }
+
+    fn spawn_with(tag: &str, vdev: &str, fwd: &str, eal_extra: &[&str]) -> TestPmd {
         let prefix = format!("memif-test-{}-{tag}", std::process::id());
-        let args = [
+        let mut args: Vec<&str> = eal_extra.to_vec();
+        let vdev_arg = format!("--vdev={vdev}");
+        let fwd_arg = format!("--forward-mode={fwd}");
+        args.extend([
             "--no-huge",
             "--no-pci",
             "-m",
@@ -93,15 +100,15 @@ impl TestPmd {
             "0",
             "-l",
             "0,1",
-            &format!("--vdev={vdev}"),
+            &vdev_arg,
             "--",
             "--total-num-mbufs=32768",
             // Without this, testpmd drains and drops whatever arrives in
             // the first second of forwarding, uncounted.
             "--no-flush-rx",
-            &format!("--forward-mode={fwd}"),
+            &fwd_arg,
             "-a",
-        ];
+        ]);
         let cmdline = format!("dpdk-testpmd {}", args.join(" "));
         eprintln!("running: {cmdline}");
         let mut child = Command::new("dpdk-testpmd")
@@ -199,6 +206,16 @@ fn wait_connected(ep: &mut Memif, pmd: &mut TestPmd) {
     while !ep.is_connected() {
         ep.poll_control().unwrap();
         pmd.assert_running();
+        // (A testpmd server answers "ID not found" until its port has
+        // started; our client just retries. A client that fails is final.)
+        if ep.config().role == Role::Server {
+            assert_eq!(
+                ep.counters().handshake_errors,
+                0,
+                "handshake with testpmd failed: {:?}",
+                ep.last_error()
+            );
+        }
         assert!(
             Instant::now() < deadline,
             "no connection with testpmd ({:?}):\n{}",
@@ -360,4 +377,30 @@ fn every_frame_a_testpmd_txonly_client_sends_is_counted_by_our_server() {
     assert!(tx > 1000, "testpmd sent little:\n{out}");
     assert_eq!(c.rx_frames, tx, "testpmd output:\n{out}");
     assert_eq!((c.bad_descriptor, c.ring_errors), (0, 0));
+}
+
+#[test]
+fn our_server_echoes_through_a_zero_copy_testpmd_client() {
+    if !have_testpmd() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memif.sock");
+    let mut cfg = config(SocketName::Path(path.clone()), Role::Server, 10);
+    // A zero-copy client registers its DPDK memory (here a memfd that is
+    // not sealed) as region 1 and points descriptors into it.
+    cfg.allow_unsealed_regions = true;
+    let mut server = Memif::new(cfg).unwrap();
+    let vdev = format!(
+        "net_memif0,role=client,id=0,socket={},socket-abstract=no,zero-copy=yes",
+        path.display()
+    );
+    let mut pmd = TestPmd::spawn_with("zc", &vdev, "io", &["--single-file-segments"]);
+    wait_connected(&mut server, &mut pmd);
+    let n = 20_000;
+    echo(&mut server, &mut pmd, n, 256);
+    let (rx, tx, out) = pmd.stop();
+    eprintln!("testpmd RX-packets {rx} TX-packets {tx}");
+    assert_eq!((rx, tx), (n, n), "testpmd output:\n{out}");
 }
