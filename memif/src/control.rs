@@ -297,6 +297,8 @@ fn take_rings(
         if ring.cookie() != COOKIE {
             return proto("Wrong ring cookie");
         }
+        // Relaxed: the client looks at the ring again only after CONNECTED,
+        // which we send after these stores.
         ring.head().store(0, std::sync::atomic::Ordering::Relaxed);
         ring.tail().store(0, std::sync::atomic::Ordering::Relaxed);
         if ours_to_receive {
@@ -433,7 +435,10 @@ impl ClientHs {
         Ok(())
     }
 
-    /// CONNECTED: rings back to zero, our rx rings masked (we poll).
+    /// CONNECTED: rings back to zero, our rx rings masked (we poll). The
+    /// server touches the rings only after we advance an index with a
+    /// release store (tx, or the rx refill in `Session::start`), which
+    /// publishes these relaxed stores too.
     fn session(&mut self, cfg: &Config) -> Session {
         let p = self
             .prepared

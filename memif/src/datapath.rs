@@ -208,6 +208,9 @@ impl Session {
                 }
             }
         }
+        if cur == start {
+            return delivered;
+        }
         q.next = cur;
         match role {
             // SYNC POINT: Release store of tail; pairs with the client's

@@ -95,3 +95,13 @@ impl MemifError {
         MemifError::Io { context, source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The engine builds an endpoint and moves it to its polling thread.
+    #[test]
+    fn an_endpoint_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<crate::Memif>();
+    }
+}

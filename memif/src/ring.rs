@@ -160,6 +160,8 @@ impl Ring {
     }
 
     /// Puts a ring in its initial state: cookie, no flags, head = tail = 0.
+    /// Relaxed stores: the peer reads the ring only after a control message
+    /// that follows them (the send and receive system calls order them).
     pub fn reset(&self, flags: u16) {
         self.set_cookie(COOKIE);
         self.flags().store(flags, Ordering::Relaxed);
