@@ -77,6 +77,8 @@ struct TestPmd {
     stdin: Option<ChildStdin>,
     out: Arc<Mutex<String>>,
     cmdline: String,
+    /// EAL's runtime directory for our --file-prefix, removed on drop.
+    runtime_dir: std::path::PathBuf,
 }
 
 impl TestPmd {
@@ -137,6 +139,7 @@ impl TestPmd {
             child,
             out,
             cmdline,
+            runtime_dir: std::path::Path::new("/var/run/dpdk").join(&prefix),
         }
     }
 
@@ -198,6 +201,7 @@ impl Drop for TestPmd {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
 }
 
