@@ -1,0 +1,692 @@
+//! A hostile client written here from raw sockets and its own memfd: it
+//! breaks the protocol in every way we know, and the server must count,
+//! disconnect and carry on (it serves a good client at the end).
+
+mod common;
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{config, connect, transfer};
+use memif::msg::{fixed_str, str_of, AddRing, Init, Msg, RING_FLAG_C2S, VERSION};
+use memif::{Desc, Memif, Role, SocketName, COOKIE, DESC_FLAG_NEXT};
+
+// ---- a raw control socket ----
+
+struct Fake {
+    fd: OwnedFd,
+}
+
+impl Fake {
+    fn connect(path: &std::path::Path) -> Fake {
+        // SAFETY: test code: plain socket syscalls on our own fds and a
+        // zeroed sockaddr_un filled within its bounds.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK, 0);
+            assert!(fd >= 0);
+            let fd = OwnedFd::from_raw_fd(fd);
+            let mut a: libc::sockaddr_un = std::mem::zeroed();
+            a.sun_family = libc::AF_UNIX as _;
+            for (i, b) in path.as_os_str().as_encoded_bytes().iter().enumerate() {
+                a.sun_path[i] = *b as _;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            assert_eq!(
+                libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len),
+                0
+            );
+            Fake { fd }
+        }
+    }
+
+    fn send_raw(&self, bytes: &[u8], fd: Option<RawFd>) {
+        let mut iov = libc::iovec {
+            iov_base: bytes.as_ptr() as *mut _,
+            iov_len: bytes.len(),
+        };
+        let mut ctl = [0u64; 4];
+        // SAFETY: test code: msghdr/cmsg built within the local buffers.
+        unsafe {
+            let mut mh: libc::msghdr = std::mem::zeroed();
+            mh.msg_iov = &mut iov;
+            mh.msg_iovlen = 1;
+            if let Some(fd) = fd {
+                mh.msg_control = ctl.as_mut_ptr().cast();
+                mh.msg_controllen = libc::CMSG_SPACE(4) as _;
+                let c = libc::CMSG_FIRSTHDR(&mh);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+            }
+            assert_eq!(
+                libc::sendmsg(self.fd.as_raw_fd(), &mh, libc::MSG_NOSIGNAL),
+                bytes.len() as isize
+            );
+        }
+    }
+
+    fn send(&self, m: &Msg, fd: Option<RawFd>) {
+        self.send_raw(&m.encode(), fd);
+    }
+
+    /// The next message from the server, polling it meanwhile; None if the
+    /// server closed the socket.
+    fn recv(&self, server: &mut Memif) -> Option<Msg> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = [0u8; 256];
+        loop {
+            server.poll_control().unwrap();
+            // SAFETY: reads into a local buffer of the given size.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n == 0 {
+                return None;
+            }
+            if n > 0 {
+                return Some(Msg::decode(&buf[..n as usize]).expect("server sends valid messages"));
+            }
+            assert!(Instant::now() < deadline, "no answer from the server");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Expects a DISCONNECT and returns its reason.
+    fn refused(&self, server: &mut Memif) -> String {
+        match self.recv(server) {
+            Some(Msg::Disconnect { reason, .. }) => str_of(&reason),
+            other => panic!("expected DISCONNECT, got {other:?}"),
+        }
+    }
+}
+
+// ---- its shared memory ----
+
+struct Shm {
+    ptr: *mut u8,
+    len: usize,
+    fd: OwnedFd,
+}
+
+impl Shm {
+    fn new(len: usize, seal: bool) -> Shm {
+        // SAFETY: test code: memfd + mmap of our own file.
+        unsafe {
+            let fd = libc::memfd_create(c"hostile".as_ptr(), libc::MFD_ALLOW_SEALING);
+            assert!(fd >= 0);
+            let fd = OwnedFd::from_raw_fd(fd);
+            assert_eq!(libc::ftruncate(fd.as_raw_fd(), len as _), 0);
+            if seal {
+                assert_eq!(
+                    libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK),
+                    0
+                );
+            }
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            Shm {
+                ptr: p.cast(),
+                len,
+                fd,
+            }
+        }
+    }
+    fn put32(&self, off: usize, v: u32) {
+        assert!(off + 4 <= self.len);
+        // SAFETY: in bounds of our mapping (checked).
+        unsafe { std::ptr::write_unaligned(self.ptr.add(off).cast(), v) }
+    }
+    fn idx(&self, off: usize) -> &AtomicU16 {
+        assert!(off + 2 <= self.len && off % 2 == 0);
+        // SAFETY: in bounds and aligned; the mapping outlives the borrow.
+        unsafe { AtomicU16::from_ptr(self.ptr.add(off).cast()) }
+    }
+    fn desc(&self, ring: usize, slot: usize, d: Desc) {
+        let off = ring + 128 + 16 * slot;
+        assert!(off + 16 <= self.len);
+        // SAFETY: in bounds of our mapping (checked).
+        unsafe { std::ptr::write_unaligned(self.ptr.add(off).cast(), d) }
+    }
+    fn bytes(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off + len <= self.len);
+        // SAFETY: in bounds of our mapping (checked).
+        unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) }
+    }
+    fn fill(&self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.len);
+        // SAFETY: in bounds of our mapping (checked).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off), data.len()) }
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn eventfd() -> OwnedFd {
+    // SAFETY: new fd, owned here.
+    unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_NONBLOCK)) }
+}
+
+const LOG2: u8 = 4;
+const RING: usize = 128 + 16 * (1 << LOG2);
+const C2S: usize = 0;
+const S2C: usize = RING;
+const BUFS: usize = 2 * RING;
+const REGION: usize = BUFS + 32 * 2048;
+
+/// What the fake client announces; each test breaks one thing.
+struct Plan {
+    region_claim: u64,
+    seal: bool,
+    cookie: u32,
+    ring_log2: u8,
+    c2s_offset: u32,
+    c2s_index: u16,
+    ring_region: u16,
+    send_region_fd: bool,
+    /// A second region, as a zero-copy client would register.
+    extra_region: Option<usize>,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        Plan {
+            region_claim: REGION as u64,
+            seal: true,
+            cookie: COOKIE,
+            ring_log2: LOG2,
+            c2s_offset: C2S as u32,
+            c2s_index: 0,
+            ring_region: 0,
+            send_region_fd: true,
+            extra_region: None,
+        }
+    }
+}
+
+struct Client {
+    sock: Fake,
+    shm: Shm,
+    extra: Option<Shm>,
+    _efds: Vec<OwnedFd>,
+}
+
+/// Runs the handshake as planned: Ok when CONNECTED, Err(reason) when the
+/// server sent DISCONNECT.
+fn handshake(server: &mut Memif, path: &std::path::Path, plan: &Plan) -> Result<Client, String> {
+    let sock = Fake::connect(path);
+    assert!(matches!(sock.recv(server), Some(Msg::Hello(_))));
+    let shm = Shm::new(REGION, plan.seal);
+    for ring in [C2S, S2C] {
+        shm.put32(ring, plan.cookie);
+    }
+    let extra = plan.extra_region.map(|len| Shm::new(len, true));
+    let efds = vec![eventfd(), eventfd()];
+    let mut steps: Vec<(Msg, Option<RawFd>)> = vec![(
+        Msg::Init(Init {
+            version: VERSION,
+            id: 0,
+            mode: 0,
+            secret: [0; 24],
+            name: fixed_str("hostile"),
+        }),
+        None,
+    )];
+    steps.push((
+        Msg::AddRegion {
+            index: 0,
+            size: plan.region_claim,
+        },
+        plan.send_region_fd.then(|| shm.fd.as_raw_fd()),
+    ));
+    if let Some(x) = &extra {
+        steps.push((
+            Msg::AddRegion {
+                index: 1,
+                size: x.len as u64,
+            },
+            Some(x.fd.as_raw_fd()),
+        ));
+    }
+    for (flags, index, offset, efd) in [
+        (RING_FLAG_C2S, plan.c2s_index, plan.c2s_offset, &efds[0]),
+        (0, 0, S2C as u32, &efds[1]),
+    ] {
+        steps.push((
+            Msg::AddRing(AddRing {
+                flags,
+                index,
+                region: plan.ring_region,
+                offset,
+                log2_ring_size: plan.ring_log2,
+                private_hdr_size: 0,
+            }),
+            Some(efd.as_raw_fd()),
+        ));
+    }
+    steps.push((
+        Msg::Connect {
+            if_name: fixed_str("h0"),
+        },
+        None,
+    ));
+    for (msg, fd) in steps {
+        let last = matches!(msg, Msg::Connect { .. });
+        sock.send(&msg, fd);
+        match sock.recv(server) {
+            Some(Msg::Ack) if !last => {}
+            Some(Msg::Connected { .. }) if last => {}
+            Some(Msg::Disconnect { reason, .. }) => return Err(str_of(&reason)),
+            other => panic!("unexpected answer {other:?} to {}", msg.kind()),
+        }
+    }
+    Ok(Client {
+        sock,
+        shm,
+        extra,
+        _efds: efds,
+    })
+}
+
+fn server(dir: &tempfile::TempDir) -> (Memif, std::path::PathBuf) {
+    let path = dir.path().join("h.sock");
+    let s = Memif::new(config(SocketName::Path(path.clone()), Role::Server, 6)).unwrap();
+    (s, path)
+}
+
+/// After the server found something wrong on a ring: it stops at once,
+/// and the next poll sends DISCONNECT.
+fn expect_teardown(server: &mut Memif, c: &Client, disconnects: u64) {
+    assert!(!server.is_connected());
+    let reason = c.sock.refused(server);
+    assert!(!reason.is_empty());
+    assert_eq!(server.counters().disconnects, disconnects);
+}
+
+#[test]
+fn malformed_and_out_of_order_messages_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let mut errors = 0;
+    let mut refuse = |server: &mut Memif, bytes: &[u8], fd: Option<RawFd>, want: &str| {
+        let f = Fake::connect(&path);
+        assert!(matches!(f.recv(server), Some(Msg::Hello(_))));
+        f.send_raw(bytes, fd);
+        let reason = f.refused(server);
+        assert!(reason.contains(want), "{reason:?} should say {want:?}");
+        errors += 1;
+        assert_eq!(server.counters().handshake_errors, errors);
+        assert!(!server.is_connected());
+    };
+    refuse(&mut server, &[3, 0, 0, 2], None, "4 bytes");
+    refuse(&mut server, &[0u8; 200], None, "too long");
+    let mut unknown = [0u8; 128];
+    unknown[0] = 42;
+    refuse(
+        &mut server,
+        &unknown,
+        None,
+        "unknown control message type 42",
+    );
+    refuse(&mut server, &[0u8; 128], None, "type 0");
+    refuse(&mut server, &Msg::Ack.encode(), None, "expected INIT");
+    refuse(
+        &mut server,
+        &Msg::AddRegion {
+            index: 0,
+            size: 4096,
+        }
+        .encode(),
+        Some(eventfd().as_raw_fd()),
+        "expected INIT",
+    );
+    let bad_version = Msg::Init(Init {
+        version: 0x0100,
+        id: 0,
+        mode: 0,
+        secret: [0; 24],
+        name: [0; 32],
+    });
+    refuse(&mut server, &bad_version.encode(), None, "version");
+    let ip_mode = Msg::Init(Init {
+        version: VERSION,
+        id: 0,
+        mode: 1,
+        secret: [0; 24],
+        name: [0; 32],
+    });
+    refuse(&mut server, &ip_mode.encode(), None, "ethernet");
+    assert_eq!(server.counters().connects, 0);
+}
+
+#[test]
+fn bad_regions_and_rings_are_refused_at_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let cases: Vec<(Plan, &str)> = vec![
+        (
+            Plan {
+                send_region_fd: false,
+                ..Plan::default()
+            },
+            "without a file descriptor",
+        ),
+        (
+            Plan {
+                region_claim: REGION as u64 * 2,
+                ..Plan::default()
+            },
+            "smaller than",
+        ),
+        (
+            Plan {
+                seal: false,
+                ..Plan::default()
+            },
+            "not sealed",
+        ),
+        (
+            Plan {
+                ring_log2: 20,
+                ..Plan::default()
+            },
+            "too large",
+        ),
+        (
+            Plan {
+                c2s_index: 1,
+                ..Plan::default()
+            },
+            "Invalid ring index",
+        ),
+        (
+            Plan {
+                cookie: 0xdead_beef,
+                ..Plan::default()
+            },
+            "cookie",
+        ),
+        (
+            Plan {
+                c2s_offset: (REGION - 64) as u32,
+                ..Plan::default()
+            },
+            "does not fit",
+        ),
+        (
+            Plan {
+                c2s_offset: u32::MAX - 3,
+                ..Plan::default()
+            },
+            "does not fit",
+        ),
+        (
+            Plan {
+                c2s_offset: 4,
+                ..Plan::default()
+            },
+            "aligned",
+        ),
+        (
+            Plan {
+                ring_region: 5,
+                ..Plan::default()
+            },
+            "missing region",
+        ),
+        (
+            // Rings of 2^13 descriptors run past the end of the region.
+            Plan {
+                ring_log2: 13,
+                ..Plan::default()
+            },
+            "does not fit",
+        ),
+    ];
+    for (i, (plan, want)) in cases.iter().enumerate() {
+        let reason = match handshake(&mut server, &path, plan) {
+            Err(r) => r,
+            Ok(_) => panic!("case {i} ({want}) was accepted"),
+        };
+        assert!(
+            reason.contains(want),
+            "case {i}: {reason:?} should say {want:?}"
+        );
+        assert_eq!(server.counters().handshake_errors, i as u64 + 1);
+    }
+    // The default plan is fine.
+    assert!(handshake(&mut server, &path, &Plan::default()).is_ok());
+    assert!(server.is_connected());
+}
+
+#[test]
+fn descriptors_outside_the_regions_end_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let bad = [
+        // beyond the region
+        Desc {
+            flags: 0,
+            region: 0,
+            length: 100,
+            offset: REGION as u32,
+            metadata: 0,
+        },
+        // straddling its end
+        Desc {
+            flags: 0,
+            region: 0,
+            length: 100,
+            offset: REGION as u32 - 50,
+            metadata: 0,
+        },
+        // offset + length overflows u32
+        Desc {
+            flags: 0,
+            region: 0,
+            length: 100,
+            offset: u32::MAX - 10,
+            metadata: 0,
+        },
+        // a region that was never added
+        Desc {
+            flags: 0,
+            region: 3,
+            length: 100,
+            offset: 0,
+            metadata: 0,
+        },
+        // the second buffer of a chain is bad
+        Desc {
+            flags: DESC_FLAG_NEXT,
+            region: 0,
+            length: 100,
+            offset: BUFS as u32,
+            metadata: 0,
+        },
+    ];
+    for (i, d) in bad.iter().enumerate() {
+        let c = handshake(&mut server, &path, &Plan::default()).unwrap();
+        c.shm.desc(C2S, 0, *d);
+        c.shm.desc(
+            C2S,
+            1,
+            Desc {
+                flags: 0,
+                region: 0,
+                length: 4000,
+                offset: (REGION - 10) as u32,
+                metadata: 0,
+            },
+        );
+        c.shm.idx(C2S + 6).store(2, Ordering::Release);
+        assert_eq!(
+            server.rx_burst(0, 32, |_| panic!("no frame may be delivered")),
+            0
+        );
+        assert_eq!(server.counters().bad_descriptor, i as u64 + 1);
+        expect_teardown(&mut server, &c, i as u64 + 1);
+    }
+}
+
+#[test]
+fn impossible_ring_indices_end_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+
+    // The client's head jumps more than the ring size ahead.
+    let c = handshake(&mut server, &path, &Plan::default()).unwrap();
+    c.shm.idx(C2S + 6).store(17, Ordering::Release);
+    assert_eq!(server.rx_burst(0, 32, |_| panic!()), 0);
+    assert_eq!(server.counters().ring_errors, 1);
+    expect_teardown(&mut server, &c, 1);
+
+    // It posts more buffers than the ring holds.
+    let c = handshake(&mut server, &path, &Plan::default()).unwrap();
+    c.shm.idx(S2C + 6).store(40, Ordering::Release);
+    assert_eq!(server.tx_burst(0, [&[1u8; 60][..]]), 0);
+    assert_eq!(server.counters().ring_errors, 2);
+    assert_eq!(server.counters().link_down, 1);
+    expect_teardown(&mut server, &c, 2);
+
+    // A chain that fills the whole ring can never end.
+    let c = handshake(&mut server, &path, &Plan::default()).unwrap();
+    for slot in 0..16 {
+        c.shm.desc(
+            C2S,
+            slot,
+            Desc {
+                flags: DESC_FLAG_NEXT,
+                region: 0,
+                length: 64,
+                offset: (BUFS + slot * 2048) as u32,
+                metadata: 0,
+            },
+        );
+    }
+    c.shm.idx(C2S + 6).store(16, Ordering::Release);
+    assert_eq!(server.rx_burst(0, 32, |_| panic!()), 0);
+    assert_eq!(server.counters().ring_errors, 3);
+    expect_teardown(&mut server, &c, 3);
+}
+
+#[test]
+fn posted_buffers_outside_the_regions_end_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let posts = [
+        (0u16, REGION as u32 - 100, 2048u32),
+        (0, 0, 0), // no room at all
+        (9, BUFS as u32, 2048),
+        (0, u32::MAX, 2048),
+    ];
+    for (i, (region, offset, length)) in posts.into_iter().enumerate() {
+        let c = handshake(&mut server, &path, &Plan::default()).unwrap();
+        c.shm.desc(
+            S2C,
+            0,
+            Desc {
+                flags: 0,
+                region,
+                length,
+                offset,
+                metadata: 0,
+            },
+        );
+        c.shm.idx(S2C + 6).store(1, Ordering::Release);
+        assert_eq!(server.tx_burst(0, [&[7u8; 60][..]]), 0);
+        assert_eq!(server.counters().bad_descriptor, i as u64 + 1);
+        expect_teardown(&mut server, &c, i as u64 + 1);
+    }
+}
+
+#[test]
+fn descriptors_into_any_registered_region_are_served() {
+    // As a zero-copy client does: frames and posted buffers in region 1.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let plan = Plan {
+        extra_region: Some(1 << 16),
+        ..Plan::default()
+    };
+    let c = handshake(&mut server, &path, &plan).unwrap();
+    let x = c.extra.as_ref().unwrap();
+    x.fill(1000, b"frame in region one");
+    c.shm.fill(BUFS, b"frame in region zero");
+    let d = |region, offset, length, flags| Desc {
+        flags,
+        region,
+        length,
+        offset,
+        metadata: 0,
+    };
+    c.shm.desc(C2S, 0, d(1, 1000, 19, 0));
+    c.shm.desc(C2S, 1, d(0, BUFS as u32, 20, 0));
+    // A chain across both regions.
+    c.shm.desc(C2S, 2, d(1, 1000, 6, DESC_FLAG_NEXT));
+    c.shm.desc(C2S, 3, d(0, BUFS as u32 + 6, 14, 0));
+    c.shm.idx(C2S + 6).store(4, Ordering::Release);
+    let mut got = Vec::new();
+    assert_eq!(server.rx_burst(0, 32, |f| got.push(f.to_vec())), 3);
+    assert_eq!(
+        got,
+        [
+            &b"frame in region one"[..],
+            b"frame in region zero",
+            b"frame in region zero"
+        ]
+    );
+    assert_eq!(
+        c.shm.idx(C2S + 64).load(Ordering::Acquire),
+        4,
+        "tail published"
+    );
+
+    // The server writes into buffers posted in region 1.
+    c.shm.desc(S2C, 0, d(1, 30000, 2048, 0));
+    c.shm.idx(S2C + 6).store(1, Ordering::Release);
+    assert_eq!(server.tx_burst(0, [&b"hello region one"[..]]), 1);
+    assert_eq!(c.shm.idx(S2C + 64).load(Ordering::Acquire), 1);
+    assert_eq!(x.bytes(30000, 16), b"hello region one");
+    assert!(server.is_connected());
+    assert_eq!(server.counters().bad_descriptor, 0);
+}
+
+#[test]
+fn a_silent_client_times_out_and_the_server_serves_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, path) = server(&dir);
+    let silent = Fake::connect(&path);
+    assert!(matches!(silent.recv(&mut server), Some(Msg::Hello(_))));
+    let reason = silent.refused(&mut server);
+    assert!(reason.contains("timed out"), "{reason}");
+    assert_eq!(server.counters().handshake_errors, 1);
+
+    // A hostile client that vanished mid-handshake leaves nothing behind.
+    let f = Fake::connect(&path);
+    assert!(matches!(f.recv(&mut server), Some(Msg::Hello(_))));
+    drop(f);
+
+    let mut good = Memif::new(config(SocketName::Path(path), Role::Client, 6)).unwrap();
+    connect(&mut server, &mut good);
+    assert_eq!(transfer(&mut good, &mut server, 0, 500, 2048), 500);
+    assert_eq!(transfer(&mut server, &mut good, 0, 500, 2048), 500);
+}
