@@ -383,10 +383,18 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             code = ExitCode::FAILURE;
         }
         report.interrupted = out.interrupted;
+        report.device_gone = out.device_gone;
         outcome = Some(out);
     }
 
-    if let Some(after) = dut.stats(Some(SystemTime::now())) {
+    // A device that is gone writes no more counters: its last snapshot
+    // would not cover the run, so there is no device report.
+    let after = if report.device_gone {
+        None
+    } else {
+        dut.stats(Some(SystemTime::now()))
+    };
+    if let Some(after) = after {
         report.device = Some(device_report(
             session.device_name().to_string(),
             session.port(),
@@ -395,6 +403,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             &after,
         ));
     }
+    let device_name = session.device_name().to_string();
     drop(session);
     if let Dut::InProcess(nic) = dut {
         if let Err(e) = nic.stop() {
@@ -432,6 +441,13 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         return Ok(ExitCode::FAILURE);
     }
     drop(summary);
+    if report.device_gone {
+        eprintln!(
+            "pktgen: device '{device_name}' went away during the run (it was stopped or its process exited); \
+             the results are those until then"
+        );
+        code = ExitCode::FAILURE;
+    }
     if cfg.json_to_stdout() {
         println!("{}", report.to_json());
     } else if let Some((p, mut w)) = json_out {

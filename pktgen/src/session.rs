@@ -47,6 +47,11 @@ const IDLE_YIELD: u32 = 64;
 const IDLE_SLEEP: u32 = 1024;
 /// How long an idle worker sleeps.
 const IDLE_NAP: Duration = Duration::from_micros(50);
+/// How often each worker checks that its device is still there
+/// ([`Device::check_alive`]: one non-blocking read of the control
+/// connection), as the servers do: a device that is gone completes and
+/// delivers nothing, and the run would otherwise wait out its stall timeouts.
+pub const ALIVE_CHECK: Duration = Duration::from_millis(10);
 
 /// A capture file.
 pub type FileCapture = CaptureWriter<BufWriter<File>>;
@@ -221,6 +226,10 @@ pub struct RunOutcome {
     pub rtt: Option<LatencyHistogram>,
     /// The run was ended from outside.
     pub interrupted: bool,
+    /// The device went away during the run (it was stopped or its process
+    /// exited): the counters are those until the generator noticed, within
+    /// [`ALIVE_CHECK`] or so.
+    pub device_gone: bool,
 }
 
 /// Device handles and pipes of the generator.
@@ -336,6 +345,10 @@ impl Session {
         flush_rx(&mut self.rx_dev)?;
 
         let result = self.run_threads(plan, capture, on_sample);
+        if matches!(&result, Ok(out) if out.device_gone) {
+            // Nothing to restore on a device that is gone.
+            return result;
+        }
 
         // Leave the port as it was found by the next user of the device.
         let restore = (|| -> Result<(), RunError> {
@@ -428,6 +441,7 @@ impl Session {
             },
             rtt: rx.hist.take(),
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
+            device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
     }
 }
@@ -441,6 +455,7 @@ fn settle(dev: &mut Device) -> Result<(), SettleError> {
         if dev.tx_in_flight() == 0 {
             return Ok(());
         }
+        dev.check_alive()?;
         if start.elapsed() > STALL_TIMEOUT {
             return Err(SettleError::Timeout(STALL_TIMEOUT));
         }
@@ -492,6 +507,8 @@ struct Shared {
     stop_tx: AtomicBool,
     /// Set by a worker that failed: the other stops too.
     abort: AtomicBool,
+    /// Set by a worker that found the device gone (with `abort`).
+    device_gone: AtomicBool,
     /// Frames the NIC transmitted, final once `tx_done` is set.
     tx_final: AtomicU64,
     tx_done: AtomicBool,
@@ -521,6 +538,23 @@ trait Worker {
     fn done(&self) -> bool;
     /// Tells the other side to stop.
     fn shared(&self) -> &Shared;
+    /// The worker's device handle.
+    fn device(&self) -> &Device;
+}
+
+/// Ends a worker that failed with `e`: the other one stops too. A failure
+/// of a device that is gone (whatever call noticed it first: a send, a
+/// receive, a stalled completion, the periodic check) is not an error of
+/// the run but its end: the run then returns what it counted, marked
+/// [`RunOutcome::device_gone`].
+fn fail(w: &impl Worker, e: RunError) -> Result<(), RunError> {
+    let shared = w.shared();
+    shared.abort.store(true, Ordering::Relaxed);
+    if w.device().check_alive().is_err() {
+        shared.device_gone.store(true, Ordering::Relaxed);
+        return Ok(());
+    }
+    Err(e)
 }
 
 fn run_one(w: &mut impl Worker) -> Result<(), RunError> {
@@ -529,10 +563,7 @@ fn run_one(w: &mut impl Worker) -> Result<(), RunError> {
         match w.step() {
             Ok(true) => idle = 0,
             Ok(false) => backoff(&mut idle),
-            Err(e) => {
-                w.shared().abort.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
+            Err(e) => return fail(w, e),
         }
     }
     Ok(())
@@ -544,10 +575,8 @@ fn run_both(tx: &mut TxWorker<'_>, rx: &mut RxWorker<'_>) -> Result<(), RunError
         let a = if tx.done() { Ok(false) } else { tx.step() };
         let b = if rx.done() { Ok(false) } else { rx.step() };
         match (a, b) {
-            (Err(e), _) | (_, Err(e)) => {
-                tx.shared.abort.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
+            (Err(e), _) => return fail(tx, e),
+            (_, Err(e)) => return fail(rx, e),
             (Ok(false), Ok(false)) => backoff(&mut idle),
             _ => idle = 0,
         }
@@ -624,6 +653,8 @@ struct TxWorker<'a> {
     first_sent: Option<Instant>,
     /// When a completion was last found.
     last_completed: Option<Instant>,
+    /// When the device was last checked to be there.
+    alive_checked: Instant,
     shared: &'a Shared,
 }
 
@@ -684,6 +715,7 @@ impl<'a> TxWorker<'a> {
             finished_at: None,
             first_sent: None,
             last_completed: None,
+            alive_checked: now,
             shared,
         }
     }
@@ -798,8 +830,19 @@ impl<'a> TxWorker<'a> {
     }
 }
 
+/// Checks that `dev` is still there if [`ALIVE_CHECK`] passed since `last`.
+fn check_alive(dev: &Device, last: &mut Instant) -> Result<(), RunError> {
+    let now = Instant::now();
+    if now - *last >= ALIVE_CHECK {
+        *last = now;
+        dev.check_alive()?;
+    }
+    Ok(())
+}
+
 impl Worker for TxWorker<'_> {
     fn step(&mut self) -> Result<bool, RunError> {
+        check_alive(self.dev, &mut self.alive_checked)?;
         let mut work = self.reap()?;
         match self.state {
             TxState::Sending => {
@@ -831,6 +874,10 @@ impl Worker for TxWorker<'_> {
     fn shared(&self) -> &Shared {
         self.shared
     }
+
+    fn device(&self) -> &Device {
+        self.dev
+    }
 }
 
 struct RxWorker<'a> {
@@ -847,6 +894,8 @@ struct RxWorker<'a> {
     last_rx: Instant,
     /// When the last frame was received.
     last_frame: Option<Instant>,
+    /// When the device was last checked to be there.
+    alive_checked: Instant,
     done: bool,
     shared: &'a Shared,
 }
@@ -871,6 +920,7 @@ impl<'a> RxWorker<'a> {
             tx_done_at: None,
             last_rx: Instant::now(),
             last_frame: None,
+            alive_checked: Instant::now(),
             done: false,
             shared,
         }
@@ -932,6 +982,7 @@ impl<'a> RxWorker<'a> {
 
 impl Worker for RxWorker<'_> {
     fn step(&mut self) -> Result<bool, RunError> {
+        check_alive(self.dev, &mut self.alive_checked)?;
         let got = self.receive()?;
         let now = Instant::now();
         if got > 0 {
@@ -966,5 +1017,9 @@ impl Worker for RxWorker<'_> {
 
     fn shared(&self) -> &Shared {
         self.shared
+    }
+
+    fn device(&self) -> &Device {
+        self.dev
     }
 }

@@ -1,0 +1,187 @@
+//! A device that goes away mid-run ends the run within a fraction of a
+//! second, not after the generator's stall timeouts: the generator still
+//! reports what it measured, says the device went away, and exits 1.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nic_emu::{DeviceConfig, Nic, RunOptions, WireConfig};
+use pktgen::rate::{Rate, DEFAULT_MAX_DEN};
+use pktgen::session::{RunPlan, Session, SessionOptions};
+use pktgen::stream::TxStream;
+use pktgen::traffic::TrafficSpec;
+
+/// Set (to the directory) in the environment of the device process.
+const DEVICE_DIR: &str = "PKTGEN_TEST_DEVICE_DIR";
+/// Printed by the device process once the generator has attached.
+const ATTACHED: &str = "device: attached";
+/// How long the generator may take to notice and report (it checks every
+/// 10 ms; the rest is slack for a loaded machine).
+const NOTICE_WITHIN: Duration = Duration::from_secs(3);
+
+/// Not a test: the device process that
+/// `pktgen_reports_and_fails_when_its_device_process_dies` starts (this test
+/// binary run again with only this test). Runs a device named `gone`, its
+/// port 0 cabled to itself, until killed.
+#[test]
+#[ignore = "run by another test as a device process"]
+fn device_process() {
+    let dir = std::env::var(DEVICE_DIR).expect("run by another test");
+    let mut cfg = DeviceConfig::new(
+        "gone",
+        WireConfig::Cable {
+            peer: 0,
+            delay_ns: 0,
+        },
+    );
+    cfg.dir = dir.into();
+    let opts = RunOptions {
+        listen: true,
+        ..Default::default()
+    };
+    let nic = Nic::start(cfg, opts).expect("device starts");
+    let start = Instant::now();
+    // The generator attaches twice (a transmit and a receive handle).
+    while nic.stats().apps.len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(30), "nobody attached");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("{ATTACHED}");
+    // Until the test kills this process.
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+/// Kills and reaps a child process when dropped (a failed test leaves none).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_device(dir: &Path) -> Reaped {
+    let dev = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "device_process", "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(DEVICE_DIR, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dev = Reaped(dev);
+    let sock = dir.join("enso-gone").join(nic_emu::device::CONTROL_SOCKET);
+    let start = Instant::now();
+    while !sock.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no device");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    dev
+}
+
+#[test]
+fn pktgen_reports_and_fails_when_its_device_process_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut dev = start_device(dir.path());
+    let gen = Command::new(env!("CARGO_BIN_EXE_pktgen"))
+        .args(["--device", "gone", "--dir", dir.path().to_str().unwrap()])
+        .args(["--size", "64", "--rate", "1Gbps", "--duration", "30"])
+        .args(["--stats-delay", "100", "--rtt", "--queues", "1"])
+        .arg(format!("--json={}", json.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut gen = Reaped(gen);
+    let mut lines = BufReader::new(dev.0.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("the device process ended").unwrap();
+        if line.ends_with(ATTACHED) {
+            break;
+        }
+    }
+    // Let it send for a while, then kill the device.
+    std::thread::sleep(Duration::from_millis(500));
+    dev.0.kill().unwrap();
+    dev.0.wait().unwrap();
+    let killed = Instant::now();
+    let status = loop {
+        if let Some(s) = gen.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            killed.elapsed() < NOTICE_WITHIN,
+            "pktgen still running {NOTICE_WITHIN:?} after its device died"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    gen.0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    gen.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The report of what it measured, then the reason on standard error.
+    assert!(out.starts_with("TX "), "{out}");
+    assert!(out.contains("\nRX "), "{out}");
+    assert!(
+        err.ends_with(
+            "pktgen: device 'gone' went away during the run (it was stopped or its process \
+             exited); the results are those until then\n"
+        ),
+        "{err}"
+    );
+    let report: pktgen::report::Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report.device_gone);
+    assert!(report.device.is_none());
+    // 1 Gb/s of 64 B frames for ~0.5 s is ~740 000 frames; some got out.
+    let sent = report.totals.tx.packets;
+    assert!(sent > 1000 && sent < 2_000_000, "{sent}");
+    assert!(report.totals.rx.packets <= sent + 1000);
+}
+
+#[test]
+fn a_run_ends_marked_when_its_in_process_device_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let nic = common::self_loop(dir.path(), 0);
+    let stream = TxStream::synthetic(&TrafficSpec::default()).unwrap();
+    let mut s = Session::attach_nic(&nic, SessionOptions { queues: 2, port: 0 }).unwrap();
+    let limit = Rate::parse("1Gbps")
+        .unwrap()
+        .rate_limit(&stream.profile(), DEFAULT_MAX_DEN)
+        .unwrap();
+    let plan = RunPlan {
+        limit: Some(limit),
+        duration: Some(Duration::from_secs(30)),
+        ..RunPlan::new(&stream)
+    };
+    let start = Instant::now();
+    let out = std::thread::scope(|sc| {
+        let h = sc.spawn(|| s.run(&plan, None, &mut |_, _| {}));
+        std::thread::sleep(Duration::from_millis(300));
+        nic.stop();
+        h.join().unwrap()
+    })
+    .expect("a device that went away ends the run, not as an error");
+    assert!(start.elapsed() < Duration::from_millis(300) + NOTICE_WITHIN);
+    assert!(out.device_gone);
+    assert!(!out.interrupted);
+    assert!(out.counters.tx_packets > 0);
+    assert!(out.counters.rx_packets <= out.counters.tx_packets);
+}
