@@ -1,6 +1,7 @@
-//! A device that goes away mid-run ends the run within a fraction of a
-//! second, not after the generator's stall timeouts: the generator still
-//! reports what it measured, says the device went away, and exits 1.
+//! The generator against a device in another process: a device that goes
+//! away mid-run ends the run within a fraction of a second, not after the
+//! generator's stall timeouts, and the generator still reports what it
+//! measured, says the device went away, and exits 1.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nic_emu::{DeviceConfig, Nic, RunOptions, WireConfig};
+use nic_emu::{DeviceConfig, Nic, RunOptions};
 use pktgen::rate::{Rate, DEFAULT_MAX_DEN};
 use pktgen::session::{RunPlan, Session, SessionOptions};
 use pktgen::stream::TxStream;
@@ -17,27 +18,25 @@ use pktgen::traffic::TrafficSpec;
 
 /// Set (to the directory) in the environment of the device process.
 const DEVICE_DIR: &str = "PKTGEN_TEST_DEVICE_DIR";
+/// Set (to a `nic-emu run --port` wiring) in the environment of the device
+/// process.
+const DEVICE_WIRE: &str = "PKTGEN_TEST_DEVICE_WIRE";
 /// Printed by the device process once the generator has attached.
 const ATTACHED: &str = "device: attached";
 /// How long the generator may take to notice and report (it checks every
 /// 10 ms; the rest is slack for a loaded machine).
 const NOTICE_WITHIN: Duration = Duration::from_secs(3);
 
-/// Not a test: the device process that
-/// `pktgen_reports_and_fails_when_its_device_process_dies` starts (this test
-/// binary run again with only this test). Runs a device named `gone`, its
-/// port 0 cabled to itself, until killed.
+/// Not a test: the device process that [`start_device`] starts (this test
+/// binary run again with only this test). Runs a device named `gone` with
+/// one port wired as asked until killed.
 #[test]
 #[ignore = "run by another test as a device process"]
 fn device_process() {
     let dir = std::env::var(DEVICE_DIR).expect("run by another test");
-    let mut cfg = DeviceConfig::new(
-        "gone",
-        WireConfig::Cable {
-            peer: 0,
-            delay_ns: 0,
-        },
-    );
+    let wire = std::env::var(DEVICE_WIRE).expect("run by another test");
+    let wire = nic_emu::spec::parse_wire(&wire).expect("a wiring");
+    let mut cfg = DeviceConfig::new("gone", wire);
     cfg.dir = dir.into();
     let opts = RunOptions {
         listen: true,
@@ -65,11 +64,14 @@ impl Drop for Reaped {
     }
 }
 
-fn start_device(dir: &Path) -> Reaped {
+/// Starts a device named `gone` in another process, in `dir`, its port 0
+/// wired as `wire` says (`cable:0`, `null`, ...).
+fn start_device(dir: &Path, wire: &str) -> Reaped {
     let dev = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "device_process", "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(DEVICE_DIR, dir)
+        .env(DEVICE_WIRE, wire)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -88,7 +90,7 @@ fn start_device(dir: &Path) -> Reaped {
 fn pktgen_reports_and_fails_when_its_device_process_dies() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let mut dev = start_device(dir.path());
+    let mut dev = start_device(dir.path(), "cable:0");
     let gen = Command::new(env!("CARGO_BIN_EXE_pktgen"))
         .args(["--device", "gone", "--dir", dir.path().to_str().unwrap()])
         .args(["--size", "64", "--rate", "1Gbps", "--duration", "30"])
