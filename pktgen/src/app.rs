@@ -7,7 +7,9 @@
 //! non-zero exit status: 2 for a command line that is refused (a missing
 //! or corrupt pcap included, whatever part of it is wrong), 1 for anything
 //! else, and 1 (as EnsōGen) when RTT is measured and fewer or more
-//! frames came back than were sent. A zero-loss search exits 1 when a size
+//! frames came back than were sent; without RTT, loss is reported and the
+//! status is 0, as EnsōGen's. A run whose device went away exits 1 after
+//! reporting what it measured. A zero-loss search exits 1 when a size
 //! found no rate without loss, and 130 when it was interrupted (after
 //! reporting what it found).
 

@@ -193,3 +193,36 @@ fn a_run_ends_marked_when_its_in_process_device_stops() {
     assert!(out.counters.tx_packets > 0);
     assert!(out.counters.rx_packets <= out.counters.tx_packets + IN_FLIGHT_AT_1GBPS);
 }
+
+/// Runs pktgen against the device `gone` in `dir` to completion.
+fn pktgen_on(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pktgen"))
+        .args(["--device", "gone", "--dir", dir.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn loss_sets_the_exit_status_only_when_rtt_is_measured() {
+    // A port wired to nothing: every frame sent is lost.
+    let dir = tempfile::tempdir().unwrap();
+    let _dev = start_device(dir.path(), "null");
+    let run = ["--size", "64", "--rate", "100Mbps", "--count", "2000"];
+    let out = pktgen_on(dir.path(), &run);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lost 2000 of 2000 (100.0000%)"), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "EnsōGen's rule: loss without RTT is reported, not a failure"
+    );
+    let out = pktgen_on(dir.path(), &[&run[..], &["--rtt"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lost 2000 of 2000 (100.0000%)"), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "with RTT on, frames received != sent"
+    );
+}
