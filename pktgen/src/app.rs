@@ -489,6 +489,23 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
             stream.set_len()
         ));
     }
+    let (trimmed, trimmed_bytes) = stream.trimmed();
+    if trimmed > 0 {
+        report.notes.push(format!(
+            "{trimmed} of {} frames of the pcap hold bytes after the length their headers \
+             state ({trimmed_bytes} B in all: Ethernet padding or trailers); they are sent \
+             without them, as the NIC sends frames",
+            stream.set_len()
+        ));
+    }
+    if stream.malformed_ipv4() > 0 {
+        report.notes.push(format!(
+            "{} of {} frames of the pcap are malformed IPv4 (version not 4, header length \
+             below 20 B or past the total length); they are sent as they are",
+            stream.malformed_ipv4(),
+            stream.set_len()
+        ));
+    }
     if stream.flows_left_out() > 0 {
         report.notes.push(format!(
             "{} flows are not sent: one pass of synthetic traffic holds at most {} frames",

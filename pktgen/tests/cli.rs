@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use nic_emu::testframe::FrameKind::Ipv4Udp;
+use nic_emu::testframe::FrameKind::{Ipv4Udp, Ipv6Udp};
 use nic_emu::testframe::TestFrames;
 
 fn pktgen(args: &[&str]) -> Output {
@@ -529,4 +529,51 @@ fn a_snaplen_cut_pcap_is_replayed_padded() {
     let mut lens: Vec<usize> = common::read_pcap(&cap).iter().map(Vec::len).collect();
     lens.sort_unstable();
     assert_eq!(lens, [60, 242]);
+}
+
+#[test]
+fn trimmed_and_malformed_pcap_frames_are_counted_in_the_report() {
+    // An ARP frame padded to 60 B, an IPv6 frame whose payload length is
+    // 100 B short of the frame, an IPv4 frame with IHL 3, and a whole one.
+    let mut arp = vec![0u8; 60];
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    arp[18] = 6;
+    arp[19] = 4;
+    let mut v6 = common::frames(&[(Ipv6Udp, 300)]).remove(0);
+    v6[18..20].copy_from_slice(&146u16.to_be_bytes());
+    let mut bad_ihl = common::frames(&[(Ipv4Udp, 100)]).remove(0);
+    bad_ihl[14] = 0x43;
+    let whole = common::frames(&[(Ipv4Udp, 100)]).remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = common::write_pcap(&dir.path().join("in.pcap"), &[arp, v6, bad_ihl, whole]);
+    let json = dir.path().join("r.json");
+    let out = pktgen(&[
+        s(&pcap),
+        "--in-process",
+        "--count",
+        "4",
+        "--rate",
+        "100Mbps",
+        &format!("--json={}", s(&json)),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let want = [
+        "2 of 4 frames of the pcap hold bytes after the length their headers state \
+         (118 B in all: Ethernet padding or trailers); they are sent without them, \
+         as the NIC sends frames",
+        "1 of 4 frames of the pcap are malformed IPv4 (version not 4, header length \
+         below 20 B or past the total length); they are sent as they are",
+    ];
+    for w in want {
+        assert!(err.contains(&format!("pktgen: note: {w}\n")), "{err}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = report["notes"].as_array().unwrap();
+    for w in want {
+        assert!(notes.iter().any(|n| n == w), "{notes:?}");
+    }
+    // Sent trimmed: 42 + 200 + 100 + 100 bytes.
+    assert_eq!(report["totals"]["tx"]["bytes"], 442);
 }
