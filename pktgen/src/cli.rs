@@ -58,8 +58,8 @@ pub struct Args {
     /// Stop after this long: 10s, 500ms, 2m, or seconds.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
-    /// First CPU core to pin threads to: transmit on CORE, receive on
-    /// CORE+1 (both on CORE with --single-core).
+    /// First CPU core to pin threads to, as EnsōGen: receive on CORE,
+    /// transmit on CORE+1 (both on CORE with --single-core).
     #[arg(long, value_name = "CORE", allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub core: Option<usize>,
     /// Number of queues (Ensō pipes) to send and receive on.
@@ -452,8 +452,8 @@ pub fn check_synthetic_stamp(offset: u8, min_len: usize) -> Result<(), ConfigErr
 
 pub use nic_emu::cores::{usable_cores, CPU_SET_SIZE};
 
-/// Checks `--core`: the transmit thread goes to `core` and, unless
-/// `single_core`, the receive thread to `core + 1`; both must be among
+/// Checks `--core`: the receive thread goes to `core` and, unless
+/// `single_core`, the transmit thread to `core + 1`; both must be among
 /// `usable` (from [`usable_cores`]; if that is empty, below
 /// [`CPU_SET_SIZE`]).
 pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(), ConfigError> {
@@ -467,7 +467,7 @@ pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(
     // `core` is below CPU_SET_SIZE here, so `core + 1` cannot overflow.
     if !single_core && !ok(core + 1) {
         return Err(ConfigError::Core(format!(
-            "--core {core} puts the receive thread on core {}, which this process cannot run on \
+            "--core {core} puts the transmit thread on core {}, which this process cannot run on \
              (cores: {have}); give a lower --core, or --single-core",
             core + 1
         )));
@@ -1138,7 +1138,7 @@ mod tests {
         let m = check_cores(1, false, &two).unwrap_err().to_string();
         assert_eq!(
             m,
-            "--core 1 puts the receive thread on core 2, which this process cannot run on \
+            "--core 1 puts the transmit thread on core 2, which this process cannot run on \
              (cores: 0-1); give a lower --core, or --single-core"
         );
         for c in [2, 1023, 1024, 99_999, usize::MAX] {

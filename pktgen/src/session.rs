@@ -179,8 +179,9 @@ pub struct RunPlan<'a> {
     pub timestamp_offset: Option<u8>,
     /// One thread sends and receives.
     pub single_core: bool,
-    /// Pin the transmit thread to this core and the receive thread to the
-    /// next one (both to it with `single_core`).
+    /// Pin the receive thread to this core and the transmit thread to the
+    /// next one, as EnsōGen places them ([`ThreadCores`]); both to it with
+    /// `single_core`.
     pub core: Option<usize>,
     /// Time between samples.
     pub stats_delay: Duration,
@@ -377,6 +378,7 @@ impl Session {
         let mut tx = TxWorker::new(&mut self.tx_dev, &self.tx_pipes, self.port, plan, &shared);
         let mut rx = RxWorker::new(&mut self.rx_dev, plan, capture, &shared);
         let delay = plan.stats_delay.max(Duration::from_millis(1));
+        let cores = ThreadCores::of(plan.core);
         let (txr, rxr) = std::thread::scope(|s| {
             let (tx_h, rx_h) = if plan.single_core {
                 let h = s.spawn(|| {
@@ -387,11 +389,11 @@ impl Session {
                 (h, None)
             } else {
                 let tx_h = s.spawn(|| {
-                    pin(plan.core);
+                    pin(cores.tx);
                     (run_one(&mut tx), Ok(()))
                 });
                 let rx_h = s.spawn(|| {
-                    pin(plan.core.and_then(|c| c.checked_add(1)));
+                    pin(cores.rx);
                     run_one(&mut rx)
                 });
                 (tx_h, Some(rx_h))
@@ -479,6 +481,25 @@ fn flush_rx(dev: &mut Device) -> Result<(), RunError> {
         }
     }
     Ok(())
+}
+
+/// Where the receive and transmit threads of a run go when they are two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadCores {
+    /// The receive thread's core.
+    pub rx: Option<usize>,
+    /// The transmit thread's core.
+    pub tx: Option<usize>,
+}
+
+impl ThreadCores {
+    /// EnsōGen's placement for `--core C`: receive on C, transmit on C+1.
+    pub fn of(core: Option<usize>) -> Self {
+        Self {
+            rx: core,
+            tx: core.and_then(|c| c.checked_add(1)),
+        }
+    }
 }
 
 fn pin(core: Option<usize>) {
@@ -1021,5 +1042,24 @@ impl Worker for RxWorker<'_> {
 
     fn device(&self) -> &Device {
         self.dev
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_c_receives_and_c_plus_1_transmits_as_in_ensogen() {
+        assert_eq!(
+            ThreadCores::of(Some(4)),
+            ThreadCores {
+                rx: Some(4),
+                tx: Some(5)
+            }
+        );
+        assert_eq!(ThreadCores::of(None), ThreadCores { rx: None, tx: None });
+        // Never wraps to core 0.
+        assert_eq!(ThreadCores::of(Some(usize::MAX)).tx, None);
     }
 }
