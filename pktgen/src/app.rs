@@ -33,9 +33,18 @@ use crate::search::{search_with_progress, SearchError, SearchResult};
 use crate::session::{
     Drain, FileCapture, RunError, RunOutcome, RunPlan, Session, SessionError, SessionOptions,
 };
-use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder, Sample};
+use crate::stats::{
+    live_line, summary_line, CsvFormat, CsvWriter, LatencyHistogram, Recorder, Sample,
+};
 use crate::stream::{StreamError, TxStream};
 use crate::zeroloss::{DeviceTrial, TrialError, MIN_OFFERED};
+
+/// Rows of statistics an EnsōGen CSV (`--save`) holds at least: Ensō's
+/// Python frontend refuses a file with fewer than three, and averages
+/// without the first and last. A shorter run keeps receiving until that
+/// many intervals have passed (EnsōGen's own wait for late frames lasts
+/// longer); the run's final row follows them.
+pub const ENSOGEN_MIN_ROWS: u64 = 3;
 
 /// Directory of standalone devices when `--dir` is not given.
 pub const DEFAULT_DIR: &str = "/dev/shm";
@@ -267,10 +276,16 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     }
 
     // Outputs first: a bad path fails before any traffic is sent.
-    let mut csv = match &cfg.save {
-        Some(p) => Some(CsvWriter::new(create(p)?, cfg.rtt).map_err(file_error(p))?),
-        None => None,
-    };
+    let mut csvs = Vec::new();
+    for (path, format) in [
+        (&cfg.save, CsvFormat::EnsoGen),
+        (&cfg.save_detailed, CsvFormat::Detailed),
+    ] {
+        if let Some(p) = path {
+            let w = CsvWriter::new(create(p)?, cfg.rtt, format).map_err(file_error(p))?;
+            csvs.push((p, w));
+        }
+    }
     let mut capture: Option<FileCapture> = match &cfg.capture {
         Some(p) => Some(CaptureWriter::create(p)?),
         None => None,
@@ -347,34 +362,33 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             stats_delay: cfg.stats_delay,
             drain: Drain::RUN,
             stop: Some(&stop),
+            min_samples: if cfg.save.is_some() {
+                ENSOGEN_MIN_ROWS
+            } else {
+                0
+            },
             ..RunPlan::new(&stream)
         };
         let mut rec = Recorder::new();
         let mut csv_err = None;
-        let mut sample = |rec: &mut Recorder, c: &crate::stats::Counters, at: Duration| {
-            let s = rec.record(*c, at);
+        let mut write_row = |s: &Sample| {
             eprintln!("{}", live_line(s));
-            if let Some(w) = csv.as_mut() {
+            for (p, w) in csvs.iter_mut() {
                 if let Err(e) = w.write(s) {
-                    csv_err.get_or_insert(e);
+                    csv_err.get_or_insert((p.to_path_buf(), e));
                 }
             }
         };
         let out = session.run(&plan, capture.as_mut(), &mut |c, at| {
-            sample(&mut rec, c, at)
+            write_row(rec.record(*c, at))
         })?;
         // The last interval's rates end with the last frame sent and
         // received, not with the drain.
         if let Some(s) = rec.finish(out.counters, out.elapsed, out.span) {
-            eprintln!("{}", live_line(s));
-            if let Some(w) = csv.as_mut() {
-                if let Err(e) = w.write(s) {
-                    csv_err.get_or_insert(e);
-                }
-            }
+            write_row(s);
         }
-        if let (Some(e), Some(p)) = (csv_err, &cfg.save) {
-            return Err(file_error(p)(e));
+        if let Some((p, e)) = csv_err {
+            return Err(file_error(&p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
         if let Some(n) = shortfall(&report.totals, out.interrupted, limit, &stream) {
@@ -414,8 +428,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         }
     }
 
-    if let Some(w) = csv {
-        let p = cfg.save.as_deref().unwrap_or(Path::new(""));
+    for (p, w) in csvs {
         w.finish().map_err(file_error(p))?;
     }
     if let Some(w) = capture {

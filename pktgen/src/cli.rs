@@ -72,9 +72,14 @@ pub struct Args {
         value_parser = whole::<u32>
     )]
     pub queues: u32,
-    /// Write EnsōGen's per-interval CSV to this file.
+    /// Write EnsōGen's per-interval CSV to this file: its columns, whole
+    /// numbers in its units (Mb/s, kpps, ns), one row per interval.
     #[arg(long, value_name = "CSV")]
     pub save: Option<PathBuf>,
+    /// Write the same CSV with fractional rates and mean RTTs (an empty
+    /// mean_rtt_ns where no frame was timed) to this file.
+    #[arg(long, value_name = "CSV")]
+    pub save_detailed: Option<PathBuf>,
     /// Send and receive on one thread.
     #[arg(long)]
     pub single_core: bool,
@@ -227,8 +232,11 @@ pub struct Config {
     pub stats_delay: Duration,
     /// Offset of the NIC timestamp.
     pub timestamp_offset: u8,
-    /// CSV file.
+    /// EnsōGen's CSV file (whole numbers).
     pub save: Option<PathBuf>,
+    /// The CSV file with fractional values.
+    #[serde(default)]
+    pub save_detailed: Option<PathBuf>,
     /// JSON report file.
     pub json: Option<PathBuf>,
     /// Capture file.
@@ -521,6 +529,7 @@ impl Args {
         for (flag, p) in [
             ("--capture", &self.capture),
             ("--save", &self.save),
+            ("--save-detailed", &self.save_detailed),
             ("--rtt-hist", &self.rtt_hist),
         ] {
             if p.as_deref() == Some(stdout) {
@@ -534,6 +543,7 @@ impl Args {
             ("--json", self.json.as_deref().filter(|p| *p != stdout)),
             ("--capture", self.capture.as_deref()),
             ("--save", self.save.as_deref()),
+            ("--save-detailed", self.save_detailed.as_deref()),
             ("--rtt-hist", self.rtt_hist.as_deref()),
         ];
         for (i, (a, pa)) in files.iter().enumerate() {
@@ -642,6 +652,7 @@ impl Args {
             stats_delay: Duration::from_millis(self.stats_delay),
             timestamp_offset: self.timestamp_offset,
             save: self.save.clone(),
+            save_detailed: self.save_detailed.clone(),
             json: self.json.clone(),
             capture: self.capture.clone(),
             zero_loss,
@@ -662,6 +673,11 @@ impl Args {
             (
                 "--save",
                 self.save.is_some(),
+                "it writes no per-interval CSV",
+            ),
+            (
+                "--save-detailed",
+                self.save_detailed.is_some(),
                 "it writes no per-interval CSV",
             ),
             ("--rtt-hist", self.rtt_hist.is_some(), "it measures no RTT"),

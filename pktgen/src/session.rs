@@ -189,6 +189,10 @@ pub struct RunPlan<'a> {
     pub drain: Drain,
     /// Set from outside (Ctrl-C) to end the run early.
     pub stop: Option<&'a AtomicBool>,
+    /// The run lasts at least this many samples: the receive side keeps
+    /// receiving (and counting late frames) until they were taken, unless
+    /// the run is stopped from outside or its device goes away.
+    pub min_samples: u64,
 }
 
 impl<'a> RunPlan<'a> {
@@ -206,6 +210,7 @@ impl<'a> RunPlan<'a> {
             stats_delay: Duration::from_secs(1),
             drain: Drain::RUN,
             stop: None,
+            min_samples: 0,
         }
     }
 }
@@ -413,6 +418,10 @@ impl Session {
                 let now = Instant::now();
                 if now >= next {
                     on_sample(&shared.read(), now - start);
+                    shared.samples.store(
+                        shared.samples.load(Ordering::Relaxed) + 1,
+                        Ordering::Relaxed,
+                    );
                     next += delay;
                     if next <= now {
                         next = now + delay;
@@ -530,6 +539,8 @@ struct Shared {
     abort: AtomicBool,
     /// Set by a worker that found the device gone (with `abort`).
     device_gone: AtomicBool,
+    /// Samples taken so far (written by the sampling thread only).
+    samples: AtomicU64,
     /// Frames the NIC transmitted, final once `tx_done` is set.
     tx_final: AtomicU64,
     tx_done: AtomicBool,
@@ -911,6 +922,7 @@ struct RxWorker<'a> {
     rtt_sum_ns: u64,
     rtt_samples: u64,
     drain: Drain,
+    min_samples: u64,
     tx_done_at: Option<Instant>,
     last_rx: Instant,
     /// When the last frame was received.
@@ -938,6 +950,7 @@ impl<'a> RxWorker<'a> {
             rtt_sum_ns: 0,
             rtt_samples: 0,
             drain: plan.drain,
+            min_samples: plan.min_samples,
             tx_done_at: None,
             last_rx: Instant::now(),
             last_frame: None,
@@ -1022,10 +1035,12 @@ impl Worker for RxWorker<'_> {
         if let Some(t) = self.tx_done_at {
             let sent = self.shared.tx_final.load(Ordering::Relaxed);
             let quiet_since = t.max(self.last_rx);
-            if self.packets >= sent
+            let drained = self.packets >= sent
                 || now - quiet_since >= self.drain.quiet
-                || now - t >= self.drain.max
-            {
+                || now - t >= self.drain.max;
+            let sampled = self.shared.samples.load(Ordering::Relaxed) >= self.min_samples
+                || self.shared.stop_tx.load(Ordering::Relaxed);
+            if drained && sampled {
                 self.done = true;
             }
         }

@@ -310,39 +310,63 @@ pub const CSV_COLUMNS: [&str; 10] = [
 /// The last CSV column when RTT is measured.
 pub const RTT_COLUMN: &str = "mean_rtt_ns";
 
-/// Writes samples as EnsōGen's CSV: one header line, one row per interval.
-/// An interval without timed frames leaves `mean_rtt_ns` empty.
+/// How a [`CsvWriter`] writes its values (the columns are the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsvFormat {
+    /// As EnsōGen writes them (`--save`), so that what reads EnsōGen's file
+    /// (Ensō's Python frontend parses every value with `int()`) reads this
+    /// one: whole numbers only, rates truncated towards zero in their
+    /// column's unit, `mean_rtt_ns` 0 in an interval without timed frames.
+    EnsoGen,
+    /// Rates with three decimals, the mean RTT with one, and an empty
+    /// `mean_rtt_ns` in an interval without timed frames
+    /// (`--save-detailed`).
+    Detailed,
+}
+
+/// Writes samples as EnsōGen's CSV: one header line, one row per interval,
+/// nothing else.
 #[derive(Debug)]
 pub struct CsvWriter<W: Write> {
     w: W,
     rtt: bool,
+    format: CsvFormat,
 }
 
 impl<W: Write> CsvWriter<W> {
     /// Writes the header.
-    pub fn new(mut w: W, rtt: bool) -> io::Result<Self> {
+    pub fn new(mut w: W, rtt: bool, format: CsvFormat) -> io::Result<Self> {
         let mut header = CSV_COLUMNS.join(",");
         if rtt {
             header.push(',');
             header.push_str(RTT_COLUMN);
         }
         writeln!(w, "{header}")?;
-        Ok(Self { w, rtt })
+        Ok(Self { w, rtt, format })
     }
 
     /// Writes one row.
     pub fn write(&mut self, s: &Sample) -> io::Result<()> {
-        let d = |d: &DirectionSample| {
-            format!(
+        let d = |d: &DirectionSample| match self.format {
+            CsvFormat::EnsoGen => format!(
+                "{},{},{},{},{}",
+                whole(d.goodput_mbps),
+                whole(d.tput_mbps),
+                whole(d.pkt_rate_kpps),
+                d.bytes,
+                d.packets
+            ),
+            CsvFormat::Detailed => format!(
                 "{:.3},{:.3},{:.3},{},{}",
                 d.goodput_mbps, d.tput_mbps, d.pkt_rate_kpps, d.bytes, d.packets
-            )
+            ),
         };
         write!(self.w, "{},{}", d(&s.rx), d(&s.tx))?;
         if self.rtt {
-            match s.mean_rtt_ns {
-                Some(r) => write!(self.w, ",{r:.1}")?,
-                None => write!(self.w, ",")?,
+            match (self.format, s.mean_rtt_ns) {
+                (CsvFormat::EnsoGen, r) => write!(self.w, ",{}", whole(r.unwrap_or(0.0)))?,
+                (CsvFormat::Detailed, Some(r)) => write!(self.w, ",{r:.1}")?,
+                (CsvFormat::Detailed, None) => write!(self.w, ",")?,
             }
         }
         writeln!(self.w)
@@ -352,6 +376,16 @@ impl<W: Write> CsvWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         self.w.flush()?;
         Ok(self.w)
+    }
+}
+
+/// `x` truncated towards zero to a whole number, as EnsōGen's C++ stores
+/// its rates in `uint64_t` (0 for what is not a non-negative number).
+fn whole(x: f64) -> u64 {
+    if x.is_finite() && x > 0.0 {
+        x as u64
+    } else {
+        0
     }
 }
 
@@ -705,7 +739,7 @@ mod tests {
             counters((600, 10), (1200, 20), (1000, 10)),
             Duration::from_secs(2),
         );
-        let mut w = CsvWriter::new(Vec::new(), true).unwrap();
+        let mut w = CsvWriter::new(Vec::new(), true, CsvFormat::Detailed).unwrap();
         for s in r.samples() {
             w.write(s).unwrap();
         }
@@ -725,7 +759,7 @@ mod tests {
             lines[2],
             "0.000,0.000,0.000,600,10,0.000,0.000,0.000,1200,20,"
         );
-        let mut w = CsvWriter::new(Vec::new(), false).unwrap();
+        let mut w = CsvWriter::new(Vec::new(), false, CsvFormat::Detailed).unwrap();
         w.write(&r.samples()[0]).unwrap();
         let text = String::from_utf8(w.finish().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -734,6 +768,53 @@ mod tests {
             lines[1],
             "0.005,0.007,0.010,600,10,0.010,0.013,0.020,1200,20"
         );
+    }
+
+    #[test]
+    fn ensogen_csv_holds_whole_numbers_in_ensogen_units() {
+        let mut r = Recorder::new();
+        // 1.5 s: 1 000 000 frames of 60 B received, 1 000 001 sent, RTTs
+        // summing to 1 234 567.8 ns per frame.
+        r.record(
+            counters(
+                (60_000_000, 1_000_000),
+                (60_000_060, 1_000_001),
+                (1_234_567_800_000, 1_000_000),
+            ),
+            Duration::from_millis(1500),
+        );
+        r.record(
+            counters(
+                (60_000_000, 1_000_000),
+                (60_000_060, 1_000_001),
+                (1_234_567_800_000, 1_000_000),
+            ),
+            Duration::from_millis(2500),
+        );
+        let mut w = CsvWriter::new(Vec::new(), true, CsvFormat::EnsoGen).unwrap();
+        for s in r.samples() {
+            w.write(s).unwrap();
+        }
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[0],
+            [&CSV_COLUMNS[..], &[RTT_COLUMN]].concat().join(",")
+        );
+        // RX: 320 Mb/s of goodput, 448 with 24 B a frame, 666.67 kpps;
+        // TX: 320.00032 Mb/s, 448.000448 and 666.667333 kpps; RTT 1234567.8.
+        assert_eq!(
+            lines[1],
+            "320,448,666,60000000,1000000,320,448,666,60000060,1000001,1234567"
+        );
+        // Nothing in the second interval: zero rates, zero RTT, the totals.
+        assert_eq!(lines[2], "0,0,0,60000000,1000000,0,0,0,60000060,1000001,0");
+        for line in &lines[1..] {
+            for v in line.split(',') {
+                v.parse::<u64>().unwrap();
+            }
+        }
     }
 
     #[test]

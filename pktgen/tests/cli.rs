@@ -577,3 +577,58 @@ fn trimmed_and_malformed_pcap_frames_are_counted_in_the_report() {
     // Sent trimmed: 42 + 200 + 100 + 100 bytes.
     assert_eq!(report["totals"]["tx"]["bytes"], 442);
 }
+
+#[test]
+fn save_writes_a_csv_that_ensos_python_frontend_reads() {
+    // A run shorter than one statistics interval: --save still holds the
+    // three rows the frontend needs. --save-detailed keeps fractions.
+    let dir = tempfile::tempdir().unwrap();
+    let sent = common::frames(&[(Ipv4Udp, 60), (Ipv4Udp, 200)]);
+    let pcap = common::write_pcap(&dir.path().join("in.pcap"), &sent);
+    let csv = dir.path().join("stats.csv");
+    let detailed = dir.path().join("detailed.csv");
+    let out = pktgen(&[
+        s(&pcap),
+        "10",
+        "1000",
+        "--count",
+        "1000",
+        "--queues",
+        "2",
+        "--rtt",
+        "--stats-delay",
+        "50",
+        "--save",
+        s(&csv),
+        "--save-detailed",
+        s(&detailed),
+        "--in-process",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (header, rows) = common::read_ensogen_csv(&csv).unwrap();
+    assert_eq!(
+        header.join(","),
+        "rx_goodput_mbps,rx_tput_mbps,rx_pkt_rate_kpps,rx_bytes,rx_packets,\
+         tx_goodput_mbps,tx_tput_mbps,tx_pkt_rate_kpps,tx_bytes,tx_packets,mean_rtt_ns"
+    );
+    assert!(rows.len() >= 3 && rows.len() <= 20, "{} rows", rows.len());
+    let last = rows.last().unwrap();
+    assert_eq!(last[3..5], [500 * (60 + 200), 1000]);
+    assert_eq!(last[8..10], [500 * (60 + 200), 1000]);
+    // Running totals never go down; some interval measured a mean RTT.
+    for w in rows.windows(2) {
+        assert!(w[0][4] <= w[1][4] && w[0][9] <= w[1][9]);
+    }
+    assert!(rows.iter().any(|r| r[10] > 0));
+    // The detailed file: the same rows, with fractions.
+    let d = std::fs::read_to_string(&detailed).unwrap();
+    assert_eq!(d.lines().count(), rows.len() + 1);
+    assert!(d.lines().nth(1).unwrap().contains('.'));
+    let l: Vec<&str> = d.lines().last().unwrap().split(',').collect();
+    assert_eq!(l[4], "1000");
+    match common::python_reads_ensogen_csv(&csv) {
+        Some(r) => assert_eq!(r.unwrap(), format!("{} 1000 1000", rows.len())),
+        None => eprintln!("python3 missing: only the Rust reading was checked"),
+    }
+}
