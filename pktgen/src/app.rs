@@ -357,6 +357,10 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             count: cfg.count,
             duration: cfg.duration,
             timestamp_offset: cfg.rtt.then_some(cfg.timestamp_offset),
+            rtt_hist_window: cfg
+                .rtt_hist
+                .as_ref()
+                .map(|_| (cfg.rtt_hist_offset, cfg.rtt_hist_len)),
             single_core: cfg.single_core,
             core: cfg.core,
             stats_delay: cfg.stats_delay,
@@ -434,8 +438,24 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     if let Some(w) = capture {
         w.finish()?;
     }
-    if let (Some((p, w)), Some(h)) = (hist_out, outcome.as_ref().and_then(|o| o.rtt.as_ref())) {
-        h.write_rtt_hist(w).map_err(file_error(p))?;
+    if let (Some((p, w)), Some(h)) = (
+        hist_out,
+        outcome.as_ref().and_then(|o| o.rtt_cycles.as_ref()),
+    ) {
+        h.write(w).map_err(file_error(p))?;
+        if h.outside_entries() > 0 {
+            let win = h.window_ns();
+            let n = format!(
+                "{} RTT histogram entries (5 ns steps) lie outside its array of {}..{} ns \
+                 (--rtt-hist-offset, --rtt-hist-len); they follow it in {}",
+                h.outside_entries(),
+                win.start,
+                win.end,
+                p.display()
+            );
+            eprintln!("pktgen: note: {n}");
+            report.notes.push(n);
+        }
     }
 
     // The summary goes to standard output unless the JSON report does.
@@ -517,6 +537,16 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
              below 20 B or past the total length); they are sent as they are",
             stream.malformed_ipv4(),
             stream.set_len()
+        ));
+    }
+    if let Some(a) = &cfg.pcie_addr {
+        report.notes.push(format!(
+            "--pcie-addr {a} chooses a real NIC; an emulated one is chosen by name: {}",
+            if cfg.in_process {
+                "this run started its own (--in-process)".to_string()
+            } else {
+                format!("'{}' (--device)", cfg.device)
+            }
         ));
     }
     if stream.flows_left_out() > 0 {

@@ -89,6 +89,35 @@ pub struct Args {
     /// Write the RTT histogram (lines rtt_ns,count) to this file; implies --rtt.
     #[arg(long, value_name = "FILE")]
     pub rtt_hist: Option<PathBuf>,
+    /// First 5 ns cycle of the --rtt-hist array, as EnsōGen's (RTTs
+    /// below it follow the array in the file).
+    #[arg(
+        long,
+        value_name = "CYCLES",
+        default_value_t = crate::stats::DEFAULT_HIST_OFFSET,
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>
+    )]
+    pub rtt_hist_offset: u32,
+    /// Cycles the --rtt-hist array covers, as EnsōGen's (RTTs past it
+    /// follow the array in the file).
+    #[arg(
+        long,
+        value_name = "CYCLES",
+        default_value_t = crate::stats::DEFAULT_HIST_LEN,
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>
+    )]
+    pub rtt_hist_len: u32,
+    /// EnsōGen's choice of NIC by PCIe address (DDDD:BB:DD.F or BB:DD.F):
+    /// checked and noted; an emulated NIC is chosen by --device.
+    #[arg(long, value_name = "ADDR")]
+    pub pcie_addr: Option<String>,
+    /// Transmit and receive on threads of their own (the default, as
+    /// opposed to --single-core); accepted as Ensō's Python frontend
+    /// passes it.
+    #[arg(long, conflicts_with = "single_core")]
+    pub multicore: bool,
     /// Milliseconds between statistics lines.
     #[arg(
         long,
@@ -227,6 +256,15 @@ pub struct Config {
     pub rtt: bool,
     /// RTT histogram file.
     pub rtt_hist: Option<PathBuf>,
+    /// First cycle of the RTT histogram's array.
+    #[serde(default = "default_hist_offset")]
+    pub rtt_hist_offset: u32,
+    /// Cycles the RTT histogram's array covers.
+    #[serde(default = "default_hist_len")]
+    pub rtt_hist_len: u32,
+    /// The PCIe address given (EnsōGen's; not used to find the NIC).
+    #[serde(default)]
+    pub pcie_addr: Option<String>,
     /// Time between statistics samples.
     #[serde(rename = "stats_delay_ns", with = "duration_ns")]
     pub stats_delay: Duration,
@@ -253,6 +291,30 @@ pub struct Config {
     /// Run against a NIC and echo server started in this process.
     #[serde(default)]
     pub in_process: bool,
+}
+
+fn default_hist_offset() -> u32 {
+    crate::stats::DEFAULT_HIST_OFFSET
+}
+
+fn default_hist_len() -> u32 {
+    crate::stats::DEFAULT_HIST_LEN
+}
+
+/// Checks a PCIe address as EnsōGen reads one: `DDDD:BB:DD.F` or
+/// `BB:DD.F`, hexadecimal fields.
+pub fn check_pcie_addr(addr: &str) -> Result<(), ConfigError> {
+    let bad = || ConfigError::PcieAddr(addr.to_string());
+    let (head, func) = addr.rsplit_once('.').ok_or_else(bad)?;
+    let parts: Vec<&str> = head.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let hex = |p: &str| !p.is_empty() && p.len() <= 4 && p.chars().all(|c| c.is_ascii_hexdigit());
+    if !parts.iter().copied().chain([func]).all(hex) {
+        return Err(bad());
+    }
+    Ok(())
 }
 
 impl Config {
@@ -358,6 +420,9 @@ pub enum ConfigError {
     /// A core that threads cannot be pinned to.
     #[error("{0}")]
     Core(String),
+    /// `--pcie-addr` that is not one.
+    #[error("--pcie-addr {0}: not a PCIe address (DDDD:BB:DD.F or BB:DD.F)")]
+    PcieAddr(String),
     /// A number out of range.
     #[error("{what} must be {range}, not {value}")]
     OutOfRange {
@@ -571,6 +636,16 @@ impl Args {
         if let Some(c) = self.core {
             check_cores(c, self.single_core, &usable_cores())?;
         }
+        if let Some(a) = &self.pcie_addr {
+            check_pcie_addr(a)?;
+        }
+        if self.rtt_hist_len > crate::stats::MAX_HIST_LEN {
+            return Err(out_of_range(
+                "--rtt-hist-len",
+                "at most 100000000",
+                self.rtt_hist_len,
+            ));
+        }
 
         let synthetic_flags: [(&'static str, bool); 6] = [
             ("--size", self.size.is_some()),
@@ -649,6 +724,9 @@ impl Args {
             single_core: self.single_core,
             rtt: self.rtt || self.rtt_hist.is_some(),
             rtt_hist: self.rtt_hist.clone(),
+            rtt_hist_offset: self.rtt_hist_offset,
+            rtt_hist_len: self.rtt_hist_len,
+            pcie_addr: self.pcie_addr.clone(),
             stats_delay: Duration::from_millis(self.stats_delay),
             timestamp_offset: self.timestamp_offset,
             save: self.save.clone(),

@@ -27,7 +27,7 @@ use nic_emu::wire::{FrameError, FLIT, MAX_FRAME};
 
 use crate::pcap::{CaptureError, CaptureWriter, TX_CHUNK_BYTES};
 use crate::rate::RateLimit;
-use crate::stats::{Counters, LatencyHistogram, TrafficSpan};
+use crate::stats::{Counters, CycleHistogram, LatencyHistogram, TrafficSpan};
 use crate::stream::TxStream;
 
 /// Most TX pipes a session opens (`--queues` above this share them).
@@ -177,6 +177,9 @@ pub struct RunPlan<'a> {
     pub duration: Option<Duration>,
     /// NIC timestamping at this offset (RTT measured); `None` turns it off.
     pub timestamp_offset: Option<u8>,
+    /// With timestamping, also count RTTs in EnsōGen's histogram whose
+    /// array covers `offset..offset + len` cycles of 5 ns.
+    pub rtt_hist_window: Option<(u32, u32)>,
     /// One thread sends and receives.
     pub single_core: bool,
     /// Pin the receive thread to this core and the transmit thread to the
@@ -205,6 +208,7 @@ impl<'a> RunPlan<'a> {
             count: None,
             duration: None,
             timestamp_offset: None,
+            rtt_hist_window: None,
             single_core: false,
             core: None,
             stats_delay: Duration::from_secs(1),
@@ -230,6 +234,8 @@ pub struct RunOutcome {
     pub span: TrafficSpan,
     /// RTTs, when timestamping was on.
     pub rtt: Option<LatencyHistogram>,
+    /// RTTs in EnsōGen's histogram, when the plan asked for it.
+    pub rtt_cycles: Option<CycleHistogram>,
     /// The run was ended from outside.
     pub interrupted: bool,
     /// The device went away during the run (it was stopped or its process
@@ -451,6 +457,7 @@ impl Session {
                 last_received: since(rx.last_frame),
             },
             rtt: rx.hist.take(),
+            rtt_cycles: rx.cycles.take(),
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
             device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
@@ -917,6 +924,7 @@ struct RxWorker<'a> {
     ts_offset: Option<usize>,
     capture: Option<&'a mut FileCapture>,
     hist: Option<LatencyHistogram>,
+    cycles: Option<CycleHistogram>,
     packets: u64,
     bytes: u64,
     rtt_sum_ns: u64,
@@ -945,6 +953,10 @@ impl<'a> RxWorker<'a> {
             ts_offset: plan.timestamp_offset.map(usize::from),
             capture,
             hist: plan.timestamp_offset.map(|_| LatencyHistogram::new()),
+            cycles: plan
+                .timestamp_offset
+                .and(plan.rtt_hist_window)
+                .map(|(offset, len)| CycleHistogram::new(offset, len)),
             packets: 0,
             bytes: 0,
             rtt_sum_ns: 0,
@@ -982,6 +994,9 @@ impl<'a> RxWorker<'a> {
                 if let Some(b) = f.get(off..off + 4) {
                     let rtt = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
                     h.record(rtt);
+                    if let Some(c) = self.cycles.as_mut() {
+                        c.record(rtt);
+                    }
                     rtt_sum += rtt;
                     rtt_n += 1;
                 }

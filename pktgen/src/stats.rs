@@ -625,6 +625,87 @@ impl LatencyHistogram {
     }
 }
 
+/// ns per cycle of the real NIC's timestamp clock (200 MHz), the unit of
+/// EnsōGen's histogram array.
+pub const NS_PER_TIMESTAMP_CYCLE: u64 = 5;
+
+/// EnsōGen's default `--rtt-hist-offset`, cycles.
+pub const DEFAULT_HIST_OFFSET: u32 = 400;
+/// EnsōGen's default `--rtt-hist-len`, cycles.
+pub const DEFAULT_HIST_LEN: u32 = 1_000_000;
+/// Largest `--rtt-hist-len` (an array of 8 B counts, allocated lazily).
+pub const MAX_HIST_LEN: u32 = 100_000_000;
+
+/// EnsōGen's RTT histogram (`--rtt-hist`): exact counts per 5 ns cycle in
+/// an array covering `offset..offset + len` cycles, and the RTTs outside
+/// it counted apart. Its file holds one `rtt_ns,count` line per cycle with
+/// a count, those of the array first in increasing order, then those
+/// outside it (EnsōGen writes these in no order; here in increasing order
+/// too), RTTs in ns as multiples of 5.
+#[derive(Clone, Debug)]
+pub struct CycleHistogram {
+    offset: u64,
+    counts: Vec<u64>,
+    outside: std::collections::BTreeMap<u64, u64>,
+}
+
+impl CycleHistogram {
+    /// An empty histogram whose array covers `offset..offset + len` cycles
+    /// (`len` at most [`MAX_HIST_LEN`]).
+    pub fn new(offset: u32, len: u32) -> Self {
+        Self {
+            offset: u64::from(offset),
+            counts: vec![0; len.min(MAX_HIST_LEN) as usize],
+            outside: Default::default(),
+        }
+    }
+
+    /// Records one RTT, in ns (rounded down to whole cycles, as the NIC
+    /// counts them).
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let cycle = ns / NS_PER_TIMESTAMP_CYCLE;
+        match cycle
+            .checked_sub(self.offset)
+            .and_then(|i| self.counts.get_mut(i as usize))
+        {
+            Some(n) => *n += 1,
+            None => *self.outside.entry(cycle).or_insert(0) += 1,
+        }
+    }
+
+    /// RTTs recorded.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum::<u64>() + self.outside.values().sum::<u64>()
+    }
+
+    /// Distinct cycles recorded outside the array (EnsōGen warns of them
+    /// as "rtt hist entries in backup").
+    pub fn outside_entries(&self) -> usize {
+        self.outside.len()
+    }
+
+    /// The array's range, ns.
+    pub fn window_ns(&self) -> std::ops::Range<u64> {
+        let c = NS_PER_TIMESTAMP_CYCLE;
+        self.offset * c..(self.offset + self.counts.len() as u64) * c
+    }
+
+    /// Writes the histogram file.
+    pub fn write<W: Write>(&self, mut w: W) -> io::Result<()> {
+        let c = NS_PER_TIMESTAMP_CYCLE;
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n != 0 {
+                writeln!(w, "{},{n}", (i as u64 + self.offset) * c)?;
+            }
+        }
+        for (&cycle, &n) in &self.outside {
+            writeln!(w, "{},{n}", cycle * c)?;
+        }
+        w.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,6 +896,27 @@ mod tests {
                 v.parse::<u64>().unwrap();
             }
         }
+    }
+
+    #[test]
+    fn cycle_histogram_is_shaped_as_ensogens_file() {
+        // The array covers cycles 10..20, i.e. 50..100 ns.
+        let mut h = CycleHistogram::new(10, 10);
+        assert_eq!(h.window_ns(), 50..100);
+        for ns in [52, 54, 55, 99, 100, 49, 7, 1_000_000, 1_000_004] {
+            h.record(ns);
+        }
+        assert_eq!(h.count(), 9);
+        assert_eq!(h.outside_entries(), 4);
+        let mut out = Vec::new();
+        h.write(&mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "50,2\n55,1\n95,1\n5,1\n45,1\n100,1\n1000000,2\n"
+        );
+        // EnsōGen's defaults: 2 us up to 5 ms.
+        let h = CycleHistogram::new(DEFAULT_HIST_OFFSET, DEFAULT_HIST_LEN);
+        assert_eq!(h.window_ns(), 2_000..5_002_000);
     }
 
     #[test]

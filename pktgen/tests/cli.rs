@@ -632,3 +632,83 @@ fn save_writes_a_csv_that_ensos_python_frontend_reads() {
         None => eprintln!("python3 missing: only the Rust reading was checked"),
     }
 }
+
+#[test]
+fn ensogen_options_are_accepted_and_checked() {
+    let m = one_line_error(&["--pcie-addr", "65:00", "--in-process"]);
+    assert_eq!(
+        m,
+        "pktgen: --pcie-addr 65:00: not a PCIe address (DDDD:BB:DD.F or BB:DD.F)"
+    );
+    let m = one_line_error(&["--multicore", "--single-core", "--in-process"]);
+    assert!(
+        m.contains("--multicore") && m.contains("--single-core"),
+        "{m}"
+    );
+    let m = one_line_error(&["--rtt-hist-len", "100000001", "--in-process"]);
+    assert_eq!(
+        m,
+        "pktgen: --rtt-hist-len must be at most 100000000, not 100000001"
+    );
+    let m = one_line_error(&["--rtt-hist-offset", "-1", "--in-process"]);
+    assert!(m.contains("must not be negative"), "{m}");
+    // Without --rtt-hist, the histogram's shape is accepted and unused, as
+    // EnsōGen takes it; a short BB:DD.F address is one.
+    let out = pktgen(&[
+        "--in-process",
+        "--count",
+        "100",
+        "--multicore",
+        "--rtt-hist-offset",
+        "10",
+        "--rtt-hist-len",
+        "10",
+        "--pcie-addr",
+        "65:00.0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "pktgen: note: --pcie-addr 65:00.0 chooses a real NIC; an emulated one is chosen \
+             by name: this run started its own (--in-process)\n"
+        ),
+        "{err}"
+    );
+    // With it, RTTs outside the array follow it, and a note says so.
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("h.txt");
+    let out = pktgen(&[
+        "--in-process",
+        "--count",
+        "100",
+        "--rate",
+        "100Mbps",
+        "--rtt-hist",
+        s(&hist),
+        "--rtt-hist-offset",
+        "0",
+        "--rtt-hist-len",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let note = err
+        .lines()
+        .find(|l| l.contains("RTT histogram entries"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        note.ends_with(&format!(
+            "lie outside its array of 0..5 ns (--rtt-hist-offset, --rtt-hist-len); they follow \
+             it in {}",
+            hist.display()
+        )),
+        "{note}"
+    );
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let total: u64 = text
+        .lines()
+        .map(|l| l.split_once(',').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 100);
+}

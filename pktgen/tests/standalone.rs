@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nic_emu::testframe::FrameKind::Ipv4Udp;
 use nic_emu::{DeviceConfig, Nic, RunOptions};
 use pktgen::rate::{Rate, DEFAULT_MAX_DEN};
 use pktgen::session::{RunPlan, Session, SessionOptions};
@@ -225,4 +226,77 @@ fn loss_sets_the_exit_status_only_when_rtt_is_measured() {
         Some(1),
         "with RTT on, frames received != sent"
     );
+}
+
+#[test]
+fn ensogen_command_line_of_ensos_python_frontend_runs_as_a_drop_in() {
+    // The command line Ensō's Python frontend builds (with every option it
+    // may add), against a device in another process whose port is cabled
+    // to itself; only --device and --dir are ours.
+    let dir = tempfile::tempdir().unwrap();
+    let _dev = start_device(dir.path(), "cable:0");
+    let frames = common::frames(&[(Ipv4Udp, 60), (Ipv4Udp, 1000)]);
+    let pcap = common::write_pcap(&dir.path().join("2_64.pcap"), &frames);
+    let (csv, hist) = (dir.path().join("stats.csv"), dir.path().join("hist.csv"));
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    let mut args: Vec<String> = [&p(&pcap), "1", "20", "--count", "4000"]
+        .map(String::from)
+        .to_vec();
+    let cores = pktgen::cli::usable_cores();
+    match cores.windows(2).find(|w| w[1] == w[0] + 1) {
+        Some(w) => args.extend(["--core".into(), w[0].to_string()]),
+        None => eprintln!("no two adjacent cores to run on: --core left out"),
+    }
+    args.extend(
+        [
+            "--queues",
+            "4",
+            "--save",
+            &p(&csv),
+            "--multicore",
+            "--rtt",
+            "--rtt-hist",
+            &p(&hist),
+            "--rtt-hist-offset",
+            "0",
+            "--rtt-hist-len",
+            "2000000",
+            "--stats-delay",
+            "100",
+            "--pcie-addr",
+            "0000:65:00.0",
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = pktgen_on(dir.path(), &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "pktgen: note: --pcie-addr 0000:65:00.0 chooses a real NIC; an emulated one is \
+             chosen by name: 'gone' (--device)\n"
+        ),
+        "{err}"
+    );
+    let (header, rows) = common::read_ensogen_csv(&csv).unwrap();
+    assert_eq!(header.last().unwrap(), "mean_rtt_ns");
+    let last = rows.last().unwrap();
+    assert_eq!((last[4], last[9]), (4000, 4000), "rx_packets, tx_packets");
+    if let Some(r) = common::python_reads_ensogen_csv(&csv) {
+        assert_eq!(r.unwrap(), format!("{} 4000 4000", rows.len()));
+    }
+    // The histogram: 5 ns steps, every frame counted once, increasing
+    // (the array covers everything up to 10 ms here).
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let lines: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| {
+            let (v, n) = l.split_once(',').unwrap();
+            (v.parse().unwrap(), n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), 4000);
+    assert!(lines.iter().all(|&(v, n)| v % 5 == 0 && n > 0));
+    assert!(lines.windows(2).all(|w| w[0].0 < w[1].0));
 }
