@@ -249,6 +249,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     // with the command line).
     if cfg.rtt {
         cli::check_stamp_fits(cfg.timestamp_offset, stream.min_len())?;
+        stream.check_stamp(cfg.timestamp_offset)?;
     }
     // The NIC's limiter setting for a run (a search sets its own per trial).
     let limit = match cfg.zero_loss {

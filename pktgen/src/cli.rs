@@ -420,6 +420,33 @@ pub enum ConfigError {
     /// A core that threads cannot be pinned to.
     #[error("{0}")]
     Core(String),
+    /// The NIC's timestamp would overwrite what a frame of the pcap is
+    /// delimited by.
+    #[error(
+        "--timestamp-offset {offset} puts the NIC's 4-byte timestamp at bytes {offset}..{end}, \
+         over what frame {frame} of the pcap ({kind}) states its length or kind by: once \
+         stamped, the NIC could not tell where it ends; {hint}",
+        end = u32::from(*offset) + 4,
+        hint = match suggest {
+            Some(o) => format!(
+                "give --timestamp-offset {o}, the first offset from 14 that every frame \
+                 of this pcap takes"
+            ),
+            None => "no offset from 14 to 60 suits every frame of this pcap: replay its \
+                     kinds of frames separately, or leave out --rtt"
+                .to_string(),
+        }
+    )]
+    StampOverHeaders {
+        /// The offset.
+        offset: u8,
+        /// The frame, from 1.
+        frame: u64,
+        /// What kind of frame it is.
+        kind: String,
+        /// An offset every frame takes, if any.
+        suggest: Option<u8>,
+    },
     /// `--pcie-addr` that is not one.
     #[error("--pcie-addr {0}: not a PCIe address (DDDD:BB:DD.F or BB:DD.F)")]
     PcieAddr(String),

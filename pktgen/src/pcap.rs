@@ -638,6 +638,64 @@ impl ReplayStream {
     }
 }
 
+/// The EtherType behind up to two VLAN tags, as the NIC reads it.
+fn ethertype(frame: &[u8]) -> Option<u16> {
+    let be16 = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut at = 12;
+    let mut ty = be16(at)?;
+    let mut tags = 0;
+    while (ty == wire::ETHERTYPE_VLAN || ty == wire::ETHERTYPE_QINQ) && tags < 2 {
+        at += 4;
+        ty = be16(at)?;
+        tags += 1;
+    }
+    Some(ty)
+}
+
+/// What kind of frame `frame` is, for messages: `IPv4`, `IPv6`, `ARP`,
+/// `802.3`, or its EtherType.
+pub fn frame_kind(frame: &[u8]) -> String {
+    match ethertype(frame) {
+        Some(wire::ETHERTYPE_IPV4) => "IPv4".into(),
+        Some(wire::ETHERTYPE_IPV6) => "IPv6".into(),
+        Some(wire::ETHERTYPE_ARP) => "ARP".into(),
+        Some(t) if t <= 1500 => "802.3".into(),
+        Some(t) => format!("EtherType {t:#06x}"),
+        None => "too short for an EtherType".into(),
+    }
+}
+
+/// Whether the NIC's 4-byte timestamp at `offset` (written when the frame
+/// is sent, replaced by the RTT when it comes back) leaves `frame` as the
+/// NIC delimits it: the same length, the same need for a marker flit, and
+/// an IPv4 header that stays well formed. A timestamp over a length field
+/// (IPv6's payload length, ARP's address lengths, IPv4's total length) or
+/// an EtherType fails this, and the NIC could no longer find the frame's
+/// end. Checked with several values, since the timestamp takes any.
+pub fn stamp_keeps_frame(frame: &[u8], offset: usize) -> bool {
+    let Some(end) = offset.checked_add(4).filter(|&e| e <= frame.len()) else {
+        return false;
+    };
+    let before = (wire::place(frame), malformed_ipv4(frame));
+    let mut f = frame.to_vec();
+    [
+        [0u8; 4],
+        [0xff; 4],
+        [0x12, 0x34, 0x56, 0x78],
+        [0x80, 0, 0, 1],
+    ]
+    .iter()
+    .all(|v| {
+        f[offset..end].copy_from_slice(v);
+        let after = (wire::place(&f), malformed_ipv4(&f));
+        after.0.is_ok() && after.0 == before.0 && (before.1 || !after.1)
+    })
+}
+
 /// Splits a flit-aligned TX stream into frames the way the NIC does.
 pub fn stream_frames(mut stream: &[u8]) -> impl Iterator<Item = Result<&[u8], FrameError>> {
     std::iter::from_fn(move || {
@@ -1047,6 +1105,40 @@ mod tests {
         assert_eq!(set.frame(1).len(), 100);
         assert_eq!(set.trimmed(), 2);
         assert_eq!(set.trimmed_bytes(), 18 + 100);
+    }
+
+    #[test]
+    fn a_timestamp_over_a_length_field_does_not_keep_the_frame() {
+        let v4 = frames(&[100], FrameKind::Ipv4Udp).remove(0);
+        let v6 = frames(&[100], FrameKind::Ipv6Udp).remove(0);
+        let raw = frames(&[100], FrameKind::Raw).remove(0);
+        let mut arp = [0u8; 42];
+        arp[12..14].copy_from_slice(&wire::ETHERTYPE_ARP.to_be_bytes());
+        arp[18] = 6;
+        arp[19] = 4;
+        // IPv4: its version and IHL (14), total length (16..18) and
+        // EtherType; IPv6: its payload length (18..20); ARP: hlen, plen.
+        let ok = |f: &[u8]| {
+            (0..=60)
+                .filter(|&o| stamp_keeps_frame(f, o))
+                .collect::<Vec<_>>()
+        };
+        let v4_ok = ok(&v4);
+        assert!(v4_ok.contains(&18) && v4_ok.contains(&20) && v4_ok.contains(&0));
+        for o in [9, 11, 14, 15, 16, 17] {
+            assert!(!v4_ok.contains(&o), "IPv4 at {o}");
+        }
+        let v6_ok = ok(&v6);
+        assert!(v6_ok.contains(&14) && v6_ok.contains(&20) && v6_ok.contains(&22));
+        for o in 15..=19 {
+            assert!(!v6_ok.contains(&o), "IPv6 at {o}");
+        }
+        let arp_ok = ok(&arp);
+        assert!(arp_ok.contains(&14) && arp_ok.contains(&20) && !arp_ok.contains(&18));
+        assert!(ok(&raw).contains(&18), "an opaque frame keeps its marker");
+        assert!(!stamp_keeps_frame(&v4[..21], 18), "past the end");
+        assert_eq!(frame_kind(&v6), "IPv6");
+        assert_eq!(frame_kind(&arp), "ARP");
     }
 
     #[test]

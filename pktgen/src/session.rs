@@ -119,8 +119,14 @@ pub enum RunError {
     /// Writing the capture failed.
     #[error("{0}")]
     Capture(#[from] CaptureError),
-    /// A pipe held bytes that are not frames.
-    #[error("received bytes that are not frames: {0}")]
+    /// A pipe held bytes that are not frames. The generator refuses to
+    /// stamp frames where the timestamp would make them so
+    /// ([`TxStream::check_stamp`]); what is left is a device under test
+    /// that changed a frame's headers.
+    #[error(
+        "received bytes that are not frames: {0} (a frame came back whose headers no longer \
+         state where it ends: the device under test changed them)"
+    )]
     Frame(FrameError),
     /// The NIC stopped completing transmissions.
     #[error("the device stopped transmitting: nothing completed for {0:?}")]

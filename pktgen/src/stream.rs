@@ -182,6 +182,34 @@ impl TxStream {
         self.malformed_ipv4
     }
 
+    /// Checks that the NIC's timestamp at `offset` leaves every frame of a
+    /// pass delimitable ([`crate::pcap::stamp_keeps_frame`]); the NIC
+    /// stamps a port's frames at one offset. Otherwise names the first
+    /// frame it does not leave so, and the smallest offset from 14 (past
+    /// the Ethernet addresses a device under test may rewrite) that every
+    /// frame takes, if there is one.
+    pub fn check_stamp(&self, offset: u8) -> Result<(), crate::cli::ConfigError> {
+        let frames = || {
+            crate::pcap::stream_frames(self.stream.data())
+                .take(self.set_len())
+                .map_while(Result::ok)
+        };
+        let keeps = |o: usize| frames().all(|f| crate::pcap::stamp_keeps_frame(f, o));
+        let Some((i, f)) = frames()
+            .enumerate()
+            .find(|(_, f)| !crate::pcap::stamp_keeps_frame(f, offset.into()))
+        else {
+            return Ok(());
+        };
+        let suggest = (14u8..=60).find(|&o| keeps(o.into()));
+        Err(crate::cli::ConfigError::StampOverHeaders {
+            offset,
+            frame: i as u64 + 1,
+            kind: crate::pcap::frame_kind(f),
+            suggest,
+        })
+    }
+
     /// Goodput bytes of stream frames `first..first + n`.
     pub fn frame_bytes(&self, first: u64, n: u64) -> u64 {
         self.bytes_before(first + n) - self.bytes_before(first)

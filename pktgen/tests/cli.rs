@@ -712,3 +712,66 @@ fn ensogen_options_are_accepted_and_checked() {
         .sum();
     assert_eq!(total, 100);
 }
+
+#[test]
+fn rtt_on_a_mixed_ipv4_ipv6_pcap_is_refused_at_an_offset_that_breaks_ipv6() {
+    // The default offset, 18, is IPv6's payload length: stamped there, an
+    // IPv6 frame could no longer be delimited. Refused before sending, with
+    // an offset every frame takes.
+    let dir = tempfile::tempdir().unwrap();
+    let spec: Vec<_> = (0..50)
+        .flat_map(|_| [(Ipv4Udp, 100), (Ipv6Udp, 200)])
+        .collect();
+    let sent = common::frames(&spec);
+    let pcap = common::write_pcap(&dir.path().join("mixed.pcap"), &sent);
+    let args = [s(&pcap), "--in-process", "--count", "100", "--rtt"];
+    let m = one_line_error(&args);
+    assert_eq!(
+        m,
+        "pktgen: --timestamp-offset 18 puts the NIC's 4-byte timestamp at bytes 18..22, over \
+         what frame 2 of the pcap (IPv6) states its length or kind by: once stamped, the NIC \
+         could not tell where it ends; give --timestamp-offset 20, the first offset from 14 \
+         that every frame of this pcap takes"
+    );
+    assert_eq!(pktgen(&args).status.code(), Some(2));
+    // At the offset suggested, the run measures every frame's RTT.
+    let json = dir.path().join("r.json");
+    let out = pktgen(
+        &[
+            &args[..],
+            &[
+                "--timestamp-offset",
+                "20",
+                "--rate",
+                "100Mbps",
+                &format!("--json={}", s(&json)),
+            ],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("not frames"), "{err}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["loss"]["lost"], 0);
+    assert_eq!(j["totals"]["rx"]["packets"], 100);
+    assert_eq!(j["latency"]["count"], 100);
+    // With an 802.3 frame of 22 B the timestamp must lie in bytes 14..22,
+    // where IPv4 keeps its header length and total length (14..18) and
+    // IPv6 its payload length (18..20): no offset suits all three.
+    let mut dot3 = vec![0u8; 22];
+    dot3[12..14].copy_from_slice(&8u16.to_be_bytes());
+    let mut three = common::frames(&[(Ipv4Udp, 100), (Ipv6Udp, 200)]);
+    three.push(dot3);
+    let p2 = common::write_pcap(&dir.path().join("three.pcap"), &three);
+    let m = one_line_error(&[s(&p2), "--in-process", "--count", "3", "--rtt"]);
+    assert!(
+        m.ends_with(
+            "frame 2 of the pcap (IPv6) states its length or kind by: once stamped, the NIC \
+             could not tell where it ends; no offset from 14 to 60 suits every frame of this \
+             pcap: replay its kinds of frames separately, or leave out --rtt"
+        ),
+        "{m}"
+    );
+}
