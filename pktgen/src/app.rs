@@ -7,7 +7,9 @@
 //! non-zero exit status: 2 for a command line that is refused (a missing
 //! or corrupt pcap included, whatever part of it is wrong), 1 for anything
 //! else, and 1 (as EnsōGen) when RTT is measured and fewer or more
-//! frames came back than were sent. A zero-loss search exits 1 when a size
+//! frames came back than were sent; without RTT, loss is reported and the
+//! status is 0, as EnsōGen's. A run whose device went away exits 1 after
+//! reporting what it measured. A zero-loss search exits 1 when a size
 //! found no rate without loss, and 130 when it was interrupted (after
 //! reporting what it found).
 
@@ -31,9 +33,18 @@ use crate::search::{search_with_progress, SearchError, SearchResult};
 use crate::session::{
     Drain, FileCapture, RunError, RunOutcome, RunPlan, Session, SessionError, SessionOptions,
 };
-use crate::stats::{live_line, summary_line, CsvWriter, LatencyHistogram, Recorder, Sample};
+use crate::stats::{
+    live_line, summary_line, CsvFormat, CsvWriter, LatencyHistogram, Recorder, Sample,
+};
 use crate::stream::{StreamError, TxStream};
 use crate::zeroloss::{DeviceTrial, TrialError, MIN_OFFERED};
+
+/// Rows of statistics an EnsōGen CSV (`--save`) holds at least: Ensō's
+/// Python frontend refuses a file with fewer than three, and averages
+/// without the first and last. A shorter run keeps receiving until that
+/// many intervals have passed (EnsōGen's own wait for late frames lasts
+/// longer); the run's final row follows them.
+pub const ENSOGEN_MIN_ROWS: u64 = 3;
 
 /// Directory of standalone devices when `--dir` is not given.
 pub const DEFAULT_DIR: &str = "/dev/shm";
@@ -238,6 +249,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     // with the command line).
     if cfg.rtt {
         cli::check_stamp_fits(cfg.timestamp_offset, stream.min_len())?;
+        stream.check_stamp(cfg.timestamp_offset)?;
     }
     // The NIC's limiter setting for a run (a search sets its own per trial).
     let limit = match cfg.zero_loss {
@@ -265,10 +277,16 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     }
 
     // Outputs first: a bad path fails before any traffic is sent.
-    let mut csv = match &cfg.save {
-        Some(p) => Some(CsvWriter::new(create(p)?, cfg.rtt).map_err(file_error(p))?),
-        None => None,
-    };
+    let mut csvs = Vec::new();
+    for (path, format) in [
+        (&cfg.save, CsvFormat::EnsoGen),
+        (&cfg.save_detailed, CsvFormat::Detailed),
+    ] {
+        if let Some(p) = path {
+            let w = CsvWriter::new(create(p)?, cfg.rtt, format).map_err(file_error(p))?;
+            csvs.push((p, w));
+        }
+    }
     let mut capture: Option<FileCapture> = match &cfg.capture {
         Some(p) => Some(CaptureWriter::create(p)?),
         None => None,
@@ -340,39 +358,42 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             count: cfg.count,
             duration: cfg.duration,
             timestamp_offset: cfg.rtt.then_some(cfg.timestamp_offset),
+            rtt_hist_window: cfg
+                .rtt_hist
+                .as_ref()
+                .map(|_| (cfg.rtt_hist_offset, cfg.rtt_hist_len)),
             single_core: cfg.single_core,
             core: cfg.core,
             stats_delay: cfg.stats_delay,
             drain: Drain::RUN,
             stop: Some(&stop),
+            min_samples: if cfg.save.is_some() {
+                ENSOGEN_MIN_ROWS
+            } else {
+                0
+            },
             ..RunPlan::new(&stream)
         };
         let mut rec = Recorder::new();
         let mut csv_err = None;
-        let mut sample = |rec: &mut Recorder, c: &crate::stats::Counters, at: Duration| {
-            let s = rec.record(*c, at);
+        let mut write_row = |s: &Sample| {
             eprintln!("{}", live_line(s));
-            if let Some(w) = csv.as_mut() {
+            for (p, w) in csvs.iter_mut() {
                 if let Err(e) = w.write(s) {
-                    csv_err.get_or_insert(e);
+                    csv_err.get_or_insert((p.to_path_buf(), e));
                 }
             }
         };
         let out = session.run(&plan, capture.as_mut(), &mut |c, at| {
-            sample(&mut rec, c, at)
+            write_row(rec.record(*c, at))
         })?;
         // The last interval's rates end with the last frame sent and
         // received, not with the drain.
         if let Some(s) = rec.finish(out.counters, out.elapsed, out.span) {
-            eprintln!("{}", live_line(s));
-            if let Some(w) = csv.as_mut() {
-                if let Err(e) = w.write(s) {
-                    csv_err.get_or_insert(e);
-                }
-            }
+            write_row(s);
         }
-        if let (Some(e), Some(p)) = (csv_err, &cfg.save) {
-            return Err(file_error(p)(e));
+        if let Some((p, e)) = csv_err {
+            return Err(file_error(&p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
         if let Some(n) = shortfall(&report.totals, out.interrupted, limit, &stream) {
@@ -383,10 +404,18 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             code = ExitCode::FAILURE;
         }
         report.interrupted = out.interrupted;
+        report.device_gone = out.device_gone;
         outcome = Some(out);
     }
 
-    if let Some(after) = dut.stats(Some(SystemTime::now())) {
+    // A device that is gone writes no more counters: its last snapshot
+    // would not cover the run, so there is no device report.
+    let after = if report.device_gone {
+        None
+    } else {
+        dut.stats(Some(SystemTime::now()))
+    };
+    if let Some(after) = after {
         report.device = Some(device_report(
             session.device_name().to_string(),
             session.port(),
@@ -395,6 +424,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             &after,
         ));
     }
+    let device_name = session.device_name().to_string();
     drop(session);
     if let Dut::InProcess(nic) = dut {
         if let Err(e) = nic.stop() {
@@ -403,15 +433,30 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         }
     }
 
-    if let Some(w) = csv {
-        let p = cfg.save.as_deref().unwrap_or(Path::new(""));
+    for (p, w) in csvs {
         w.finish().map_err(file_error(p))?;
     }
     if let Some(w) = capture {
         w.finish()?;
     }
-    if let (Some((p, w)), Some(h)) = (hist_out, outcome.as_ref().and_then(|o| o.rtt.as_ref())) {
-        h.write_rtt_hist(w).map_err(file_error(p))?;
+    if let (Some((p, w)), Some(h)) = (
+        hist_out,
+        outcome.as_ref().and_then(|o| o.rtt_cycles.as_ref()),
+    ) {
+        h.write(w).map_err(file_error(p))?;
+        if h.outside_entries() > 0 {
+            let win = h.window_ns();
+            let n = format!(
+                "{} RTT histogram entries (5 ns steps) lie outside its array of {}..{} ns \
+                 (--rtt-hist-offset, --rtt-hist-len); they follow it in {}",
+                h.outside_entries(),
+                win.start,
+                win.end,
+                p.display()
+            );
+            eprintln!("pktgen: note: {n}");
+            report.notes.push(n);
+        }
     }
 
     // The summary goes to standard output unless the JSON report does.
@@ -432,6 +477,13 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         return Ok(ExitCode::FAILURE);
     }
     drop(summary);
+    if report.device_gone {
+        eprintln!(
+            "pktgen: device '{device_name}' went away during the run (it was stopped or its process exited); \
+             the results are those until then"
+        );
+        code = ExitCode::FAILURE;
+    }
     if cfg.json_to_stdout() {
         println!("{}", report.to_json());
     } else if let Some((p, mut w)) = json_out {
@@ -469,6 +521,33 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
              they are sent padded with zeros to their original length",
             stream.padded(),
             stream.set_len()
+        ));
+    }
+    let (trimmed, trimmed_bytes) = stream.trimmed();
+    if trimmed > 0 {
+        report.notes.push(format!(
+            "{trimmed} of {} frames of the pcap hold bytes after the length their headers \
+             state ({trimmed_bytes} B in all: Ethernet padding or trailers); they are sent \
+             without them, as the NIC sends frames",
+            stream.set_len()
+        ));
+    }
+    if stream.malformed_ipv4() > 0 {
+        report.notes.push(format!(
+            "{} of {} frames of the pcap are malformed IPv4 (version not 4, header length \
+             below 20 B or past the total length); they are sent as they are",
+            stream.malformed_ipv4(),
+            stream.set_len()
+        ));
+    }
+    if let Some(a) = &cfg.pcie_addr {
+        report.notes.push(format!(
+            "--pcie-addr {a} chooses a real NIC; an emulated one is chosen by name: {}",
+            if cfg.in_process {
+                "this run started its own (--in-process)".to_string()
+            } else {
+                format!("'{}' (--device)", cfg.device)
+            }
         ));
     }
     if stream.flows_left_out() > 0 {

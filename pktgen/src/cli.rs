@@ -58,8 +58,8 @@ pub struct Args {
     /// Stop after this long: 10s, 500ms, 2m, or seconds.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
-    /// First CPU core to pin threads to: transmit on CORE, receive on
-    /// CORE+1 (both on CORE with --single-core).
+    /// First CPU core to pin threads to, as EnsōGen: receive on CORE,
+    /// transmit on CORE+1 (both on CORE with --single-core).
     #[arg(long, value_name = "CORE", allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub core: Option<usize>,
     /// Number of queues (Ensō pipes) to send and receive on.
@@ -72,9 +72,14 @@ pub struct Args {
         value_parser = whole::<u32>
     )]
     pub queues: u32,
-    /// Write EnsōGen's per-interval CSV to this file.
+    /// Write EnsōGen's per-interval CSV to this file: its columns, whole
+    /// numbers in its units (Mb/s, kpps, ns), one row per interval.
     #[arg(long, value_name = "CSV")]
     pub save: Option<PathBuf>,
+    /// Write the same CSV with fractional rates and mean RTTs (an empty
+    /// mean_rtt_ns where no frame was timed) to this file.
+    #[arg(long, value_name = "CSV")]
+    pub save_detailed: Option<PathBuf>,
     /// Send and receive on one thread.
     #[arg(long)]
     pub single_core: bool,
@@ -84,6 +89,35 @@ pub struct Args {
     /// Write the RTT histogram (lines rtt_ns,count) to this file; implies --rtt.
     #[arg(long, value_name = "FILE")]
     pub rtt_hist: Option<PathBuf>,
+    /// First 5 ns cycle of the --rtt-hist array, as EnsōGen's (RTTs
+    /// below it follow the array in the file).
+    #[arg(
+        long,
+        value_name = "CYCLES",
+        default_value_t = crate::stats::DEFAULT_HIST_OFFSET,
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>
+    )]
+    pub rtt_hist_offset: u32,
+    /// Cycles the --rtt-hist array covers, as EnsōGen's (RTTs past it
+    /// follow the array in the file).
+    #[arg(
+        long,
+        value_name = "CYCLES",
+        default_value_t = crate::stats::DEFAULT_HIST_LEN,
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>
+    )]
+    pub rtt_hist_len: u32,
+    /// EnsōGen's choice of NIC by PCIe address (DDDD:BB:DD.F or BB:DD.F):
+    /// checked and noted; an emulated NIC is chosen by --device.
+    #[arg(long, value_name = "ADDR")]
+    pub pcie_addr: Option<String>,
+    /// Transmit and receive on threads of their own (the default, as
+    /// opposed to --single-core); accepted as Ensō's Python frontend
+    /// passes it.
+    #[arg(long, conflicts_with = "single_core")]
+    pub multicore: bool,
     /// Milliseconds between statistics lines.
     #[arg(
         long,
@@ -222,13 +256,25 @@ pub struct Config {
     pub rtt: bool,
     /// RTT histogram file.
     pub rtt_hist: Option<PathBuf>,
+    /// First cycle of the RTT histogram's array.
+    #[serde(default = "default_hist_offset")]
+    pub rtt_hist_offset: u32,
+    /// Cycles the RTT histogram's array covers.
+    #[serde(default = "default_hist_len")]
+    pub rtt_hist_len: u32,
+    /// The PCIe address given (EnsōGen's; not used to find the NIC).
+    #[serde(default)]
+    pub pcie_addr: Option<String>,
     /// Time between statistics samples.
     #[serde(rename = "stats_delay_ns", with = "duration_ns")]
     pub stats_delay: Duration,
     /// Offset of the NIC timestamp.
     pub timestamp_offset: u8,
-    /// CSV file.
+    /// EnsōGen's CSV file (whole numbers).
     pub save: Option<PathBuf>,
+    /// The CSV file with fractional values.
+    #[serde(default)]
+    pub save_detailed: Option<PathBuf>,
     /// JSON report file.
     pub json: Option<PathBuf>,
     /// Capture file.
@@ -245,6 +291,30 @@ pub struct Config {
     /// Run against a NIC and echo server started in this process.
     #[serde(default)]
     pub in_process: bool,
+}
+
+fn default_hist_offset() -> u32 {
+    crate::stats::DEFAULT_HIST_OFFSET
+}
+
+fn default_hist_len() -> u32 {
+    crate::stats::DEFAULT_HIST_LEN
+}
+
+/// Checks a PCIe address as EnsōGen reads one: `DDDD:BB:DD.F` or
+/// `BB:DD.F`, hexadecimal fields.
+pub fn check_pcie_addr(addr: &str) -> Result<(), ConfigError> {
+    let bad = || ConfigError::PcieAddr(addr.to_string());
+    let (head, func) = addr.rsplit_once('.').ok_or_else(bad)?;
+    let parts: Vec<&str> = head.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let hex = |p: &str| !p.is_empty() && p.len() <= 4 && p.chars().all(|c| c.is_ascii_hexdigit());
+    if !parts.iter().copied().chain([func]).all(hex) {
+        return Err(bad());
+    }
+    Ok(())
 }
 
 impl Config {
@@ -350,6 +420,36 @@ pub enum ConfigError {
     /// A core that threads cannot be pinned to.
     #[error("{0}")]
     Core(String),
+    /// The NIC's timestamp would overwrite what a frame of the pcap is
+    /// delimited by.
+    #[error(
+        "--timestamp-offset {offset} puts the NIC's 4-byte timestamp at bytes {offset}..{end}, \
+         over what frame {frame} of the pcap ({kind}) states its length or kind by: once \
+         stamped, the NIC could not tell where it ends; {hint}",
+        end = u32::from(*offset) + 4,
+        hint = match suggest {
+            Some(o) => format!(
+                "give --timestamp-offset {o}, the first offset from 14 that every frame \
+                 of this pcap takes"
+            ),
+            None => "no offset from 14 to 60 suits every frame of this pcap: replay its \
+                     kinds of frames separately, or leave out --rtt"
+                .to_string(),
+        }
+    )]
+    StampOverHeaders {
+        /// The offset.
+        offset: u8,
+        /// The frame, from 1.
+        frame: u64,
+        /// What kind of frame it is.
+        kind: String,
+        /// An offset every frame takes, if any.
+        suggest: Option<u8>,
+    },
+    /// `--pcie-addr` that is not one.
+    #[error("--pcie-addr {0}: not a PCIe address (DDDD:BB:DD.F or BB:DD.F)")]
+    PcieAddr(String),
     /// A number out of range.
     #[error("{what} must be {range}, not {value}")]
     OutOfRange {
@@ -452,8 +552,8 @@ pub fn check_synthetic_stamp(offset: u8, min_len: usize) -> Result<(), ConfigErr
 
 pub use nic_emu::cores::{usable_cores, CPU_SET_SIZE};
 
-/// Checks `--core`: the transmit thread goes to `core` and, unless
-/// `single_core`, the receive thread to `core + 1`; both must be among
+/// Checks `--core`: the receive thread goes to `core` and, unless
+/// `single_core`, the transmit thread to `core + 1`; both must be among
 /// `usable` (from [`usable_cores`]; if that is empty, below
 /// [`CPU_SET_SIZE`]).
 pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(), ConfigError> {
@@ -467,7 +567,7 @@ pub fn check_cores(core: usize, single_core: bool, usable: &[usize]) -> Result<(
     // `core` is below CPU_SET_SIZE here, so `core + 1` cannot overflow.
     if !single_core && !ok(core + 1) {
         return Err(ConfigError::Core(format!(
-            "--core {core} puts the receive thread on core {}, which this process cannot run on \
+            "--core {core} puts the transmit thread on core {}, which this process cannot run on \
              (cores: {have}); give a lower --core, or --single-core",
             core + 1
         )));
@@ -521,6 +621,7 @@ impl Args {
         for (flag, p) in [
             ("--capture", &self.capture),
             ("--save", &self.save),
+            ("--save-detailed", &self.save_detailed),
             ("--rtt-hist", &self.rtt_hist),
         ] {
             if p.as_deref() == Some(stdout) {
@@ -534,6 +635,7 @@ impl Args {
             ("--json", self.json.as_deref().filter(|p| *p != stdout)),
             ("--capture", self.capture.as_deref()),
             ("--save", self.save.as_deref()),
+            ("--save-detailed", self.save_detailed.as_deref()),
             ("--rtt-hist", self.rtt_hist.as_deref()),
         ];
         for (i, (a, pa)) in files.iter().enumerate() {
@@ -560,6 +662,16 @@ impl Args {
         }
         if let Some(c) = self.core {
             check_cores(c, self.single_core, &usable_cores())?;
+        }
+        if let Some(a) = &self.pcie_addr {
+            check_pcie_addr(a)?;
+        }
+        if self.rtt_hist_len > crate::stats::MAX_HIST_LEN {
+            return Err(out_of_range(
+                "--rtt-hist-len",
+                "at most 100000000",
+                self.rtt_hist_len,
+            ));
         }
 
         let synthetic_flags: [(&'static str, bool); 6] = [
@@ -639,9 +751,13 @@ impl Args {
             single_core: self.single_core,
             rtt: self.rtt || self.rtt_hist.is_some(),
             rtt_hist: self.rtt_hist.clone(),
+            rtt_hist_offset: self.rtt_hist_offset,
+            rtt_hist_len: self.rtt_hist_len,
+            pcie_addr: self.pcie_addr.clone(),
             stats_delay: Duration::from_millis(self.stats_delay),
             timestamp_offset: self.timestamp_offset,
             save: self.save.clone(),
+            save_detailed: self.save_detailed.clone(),
             json: self.json.clone(),
             capture: self.capture.clone(),
             zero_loss,
@@ -662,6 +778,11 @@ impl Args {
             (
                 "--save",
                 self.save.is_some(),
+                "it writes no per-interval CSV",
+            ),
+            (
+                "--save-detailed",
+                self.save_detailed.is_some(),
                 "it writes no per-interval CSV",
             ),
             ("--rtt-hist", self.rtt_hist.is_some(), "it measures no RTT"),
@@ -1138,7 +1259,7 @@ mod tests {
         let m = check_cores(1, false, &two).unwrap_err().to_string();
         assert_eq!(
             m,
-            "--core 1 puts the receive thread on core 2, which this process cannot run on \
+            "--core 1 puts the transmit thread on core 2, which this process cannot run on \
              (cores: 0-1); give a lower --core, or --single-core"
         );
         for c in [2, 1023, 1024, 99_999, usize::MAX] {

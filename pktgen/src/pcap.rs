@@ -305,7 +305,39 @@ pub struct ReplaySet {
     /// End offset of each frame in `data`.
     ends: Vec<usize>,
     trimmed: u64,
+    trimmed_bytes: u64,
     padded: u64,
+    malformed_ipv4: u64,
+}
+
+/// Whether `frame` is IPv4 (behind up to two VLAN tags, as the NIC reads
+/// it) with a header the NIC's delimiting does not check and a receiver
+/// would refuse: a version that is not 4, a header length (IHL) below 5
+/// words, or a header longer than the total length it states.
+pub fn malformed_ipv4(frame: &[u8]) -> bool {
+    let be16 = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut at = 12;
+    let mut ty = be16(at);
+    let mut tags = 0;
+    while matches!(ty, Some(wire::ETHERTYPE_VLAN | wire::ETHERTYPE_QINQ)) && tags < 2 {
+        at += 4;
+        ty = be16(at);
+        tags += 1;
+    }
+    if ty != Some(wire::ETHERTYPE_IPV4) {
+        return false;
+    }
+    let ip = at + 2;
+    let (Some(&first), Some(total)) = (frame.get(ip), be16(ip + 2)) else {
+        // Too short to hold the fields: the NIC's delimiting refuses it.
+        return false;
+    };
+    let ihl = usize::from(first & 0x0f);
+    first >> 4 != 4 || ihl < 5 || ihl * 4 > usize::from(total)
 }
 
 impl ReplaySet {
@@ -395,6 +427,10 @@ impl ReplaySet {
         })?;
         if p.len < len {
             self.trimmed += 1;
+            self.trimmed_bytes += (len - p.len) as u64;
+        }
+        if malformed_ipv4(data) {
+            self.malformed_ipv4 += 1;
         }
         self.data.extend_from_slice(&data[..p.len]);
         self.ends.push(self.data.len());
@@ -427,9 +463,21 @@ impl ReplaySet {
         self.data.len() as u64
     }
 
-    /// Frames whose padding or trailer was dropped.
+    /// Frames whose padding or trailer was dropped: bytes after the length
+    /// their headers state, which the NIC would not send.
     pub fn trimmed(&self) -> u64 {
         self.trimmed
+    }
+
+    /// Bytes dropped from the [`ReplaySet::trimmed`] frames.
+    pub fn trimmed_bytes(&self) -> u64 {
+        self.trimmed_bytes
+    }
+
+    /// IPv4 frames with a malformed header ([`malformed_ipv4`]), kept as
+    /// they are: the NIC delimits them by their total length.
+    pub fn malformed_ipv4(&self) -> u64 {
+        self.malformed_ipv4
     }
 
     /// Frames cut short when captured, padded with zeros back to their
@@ -588,6 +636,64 @@ impl ReplayStream {
             n => self.ends[c.first_frame + n - 1] - c.offset,
         }
     }
+}
+
+/// The EtherType behind up to two VLAN tags, as the NIC reads it.
+fn ethertype(frame: &[u8]) -> Option<u16> {
+    let be16 = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut at = 12;
+    let mut ty = be16(at)?;
+    let mut tags = 0;
+    while (ty == wire::ETHERTYPE_VLAN || ty == wire::ETHERTYPE_QINQ) && tags < 2 {
+        at += 4;
+        ty = be16(at)?;
+        tags += 1;
+    }
+    Some(ty)
+}
+
+/// What kind of frame `frame` is, for messages: `IPv4`, `IPv6`, `ARP`,
+/// `802.3`, or its EtherType.
+pub fn frame_kind(frame: &[u8]) -> String {
+    match ethertype(frame) {
+        Some(wire::ETHERTYPE_IPV4) => "IPv4".into(),
+        Some(wire::ETHERTYPE_IPV6) => "IPv6".into(),
+        Some(wire::ETHERTYPE_ARP) => "ARP".into(),
+        Some(t) if t <= 1500 => "802.3".into(),
+        Some(t) => format!("EtherType {t:#06x}"),
+        None => "too short for an EtherType".into(),
+    }
+}
+
+/// Whether the NIC's 4-byte timestamp at `offset` (written when the frame
+/// is sent, replaced by the RTT when it comes back) leaves `frame` as the
+/// NIC delimits it: the same length, the same need for a marker flit, and
+/// an IPv4 header that stays well formed. A timestamp over a length field
+/// (IPv6's payload length, ARP's address lengths, IPv4's total length) or
+/// an EtherType fails this, and the NIC could no longer find the frame's
+/// end. Checked with several values, since the timestamp takes any.
+pub fn stamp_keeps_frame(frame: &[u8], offset: usize) -> bool {
+    let Some(end) = offset.checked_add(4).filter(|&e| e <= frame.len()) else {
+        return false;
+    };
+    let before = (wire::place(frame), malformed_ipv4(frame));
+    let mut f = frame.to_vec();
+    [
+        [0u8; 4],
+        [0xff; 4],
+        [0x12, 0x34, 0x56, 0x78],
+        [0x80, 0, 0, 1],
+    ]
+    .iter()
+    .all(|v| {
+        f[offset..end].copy_from_slice(v);
+        let after = (wire::place(&f), malformed_ipv4(&f));
+        after.0.is_ok() && after.0 == before.0 && (before.1 || !after.1)
+    })
 }
 
 /// Splits a flit-aligned TX stream into frames the way the NIC does.
@@ -998,6 +1104,100 @@ mod tests {
         assert_eq!(set.frame(0).len(), 42);
         assert_eq!(set.frame(1).len(), 100);
         assert_eq!(set.trimmed(), 2);
+        assert_eq!(set.trimmed_bytes(), 18 + 100);
+    }
+
+    #[test]
+    fn a_timestamp_over_a_length_field_does_not_keep_the_frame() {
+        let v4 = frames(&[100], FrameKind::Ipv4Udp).remove(0);
+        let v6 = frames(&[100], FrameKind::Ipv6Udp).remove(0);
+        let raw = frames(&[100], FrameKind::Raw).remove(0);
+        let mut arp = [0u8; 42];
+        arp[12..14].copy_from_slice(&wire::ETHERTYPE_ARP.to_be_bytes());
+        arp[18] = 6;
+        arp[19] = 4;
+        // IPv4: its version and IHL (14), total length (16..18) and
+        // EtherType; IPv6: its payload length (18..20); ARP: hlen, plen.
+        let ok = |f: &[u8]| {
+            (0..=60)
+                .filter(|&o| stamp_keeps_frame(f, o))
+                .collect::<Vec<_>>()
+        };
+        let v4_ok = ok(&v4);
+        assert!(v4_ok.contains(&18) && v4_ok.contains(&20) && v4_ok.contains(&0));
+        for o in [9, 11, 14, 15, 16, 17] {
+            assert!(!v4_ok.contains(&o), "IPv4 at {o}");
+        }
+        let v6_ok = ok(&v6);
+        assert!(v6_ok.contains(&14) && v6_ok.contains(&20) && v6_ok.contains(&22));
+        for o in 15..=19 {
+            assert!(!v6_ok.contains(&o), "IPv6 at {o}");
+        }
+        let arp_ok = ok(&arp);
+        assert!(arp_ok.contains(&14) && arp_ok.contains(&20) && !arp_ok.contains(&18));
+        assert!(ok(&raw).contains(&18), "an opaque frame keeps its marker");
+        assert!(!stamp_keeps_frame(&v4[..21], 18), "past the end");
+        assert_eq!(frame_kind(&v6), "IPv6");
+        assert_eq!(frame_kind(&arp), "ARP");
+    }
+
+    #[test]
+    fn padding_of_every_kind_is_counted_when_trimmed() {
+        // IPv6 whose payload length is shorter than the frame, ARP padded
+        // to 60 B, 802.3 whose length field is shorter than the frame.
+        let mut v6 = frames(&[200], FrameKind::Ipv6Udp).remove(0);
+        v6[18..20].copy_from_slice(&100u16.to_be_bytes());
+        let mut arp = [0u8; 60];
+        arp[12..14].copy_from_slice(&wire::ETHERTYPE_ARP.to_be_bytes());
+        arp[18] = 6; // hlen
+        arp[19] = 4; // plen
+        let mut dot3 = [0u8; 100];
+        dot3[12..14].copy_from_slice(&50u16.to_be_bytes());
+        let whole = frames(&[100], FrameKind::Ipv4Udp).remove(0);
+        let set = ReplaySet::from_frames([&v6[..], &arp[..], &dot3[..], &whole[..]]).unwrap();
+        assert_eq!(set.frame(0).len(), 14 + 40 + 100);
+        assert_eq!(set.frame(1).len(), 14 + 8 + 12 + 8);
+        assert_eq!(set.frame(2).len(), 14 + 50);
+        assert_eq!(set.frame(3).len(), 100);
+        assert_eq!(set.trimmed(), 3);
+        assert_eq!(set.trimmed_bytes(), (200 - 154) + (60 - 42) + (100 - 64));
+        assert_eq!(set.malformed_ipv4(), 0);
+    }
+
+    #[test]
+    fn ipv4_headers_the_nic_does_not_check_are_counted_as_malformed() {
+        let good = frames(&[100], FrameKind::Ipv4Udp).remove(0);
+        assert!(!malformed_ipv4(&good));
+        let with = |at: usize, v: u8| {
+            let mut f = good.clone();
+            f[at] = v;
+            f
+        };
+        // IHL 0..4, version 6 in an IPv4 EtherType, a 60 B header in a
+        // 28 B total length.
+        let mut bad: Vec<Vec<u8>> = (0..5).map(|ihl| with(14, 0x40 | ihl)).collect();
+        bad.push(with(14, 0x65));
+        let mut long = with(14, 0x4f);
+        long[16..18].copy_from_slice(&28u16.to_be_bytes());
+        bad.push(long);
+        // Behind a VLAN tag too.
+        let mut tagged = good[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x01]);
+        tagged.extend_from_slice(&good[12..]);
+        assert!(!malformed_ipv4(&tagged));
+        tagged[18] = 0x43;
+        bad.push(tagged);
+        for f in &bad {
+            assert!(malformed_ipv4(f), "{:02x?}", &f[..20]);
+        }
+        // Not IPv4, or too short to say: not counted here.
+        assert!(!malformed_ipv4(&frames(&[100], FrameKind::Ipv6Udp)[0]));
+        assert!(!malformed_ipv4(&good[..15]));
+        let mut all: Vec<&[u8]> = bad.iter().map(Vec::as_slice).collect();
+        all.push(&good);
+        let set = ReplaySet::from_frames(all).unwrap();
+        assert_eq!(set.len(), bad.len() + 1, "sent as they are");
+        assert_eq!(set.malformed_ipv4(), bad.len() as u64);
     }
 
     #[test]

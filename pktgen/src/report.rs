@@ -118,6 +118,10 @@ pub struct Report {
     /// the numbers are those until then.
     #[serde(default)]
     pub interrupted: bool,
+    /// The device went away during the run (stopped, or its process
+    /// exited); the numbers are those until the generator noticed.
+    #[serde(default)]
+    pub device_gone: bool,
 }
 
 impl Report {
@@ -142,6 +146,7 @@ impl Report {
             device: None,
             notes: Vec::new(),
             interrupted: false,
+            device_gone: false,
         }
     }
 

@@ -27,7 +27,7 @@ use nic_emu::wire::{FrameError, FLIT, MAX_FRAME};
 
 use crate::pcap::{CaptureError, CaptureWriter, TX_CHUNK_BYTES};
 use crate::rate::RateLimit;
-use crate::stats::{Counters, LatencyHistogram, TrafficSpan};
+use crate::stats::{Counters, CycleHistogram, LatencyHistogram, TrafficSpan};
 use crate::stream::TxStream;
 
 /// Most TX pipes a session opens (`--queues` above this share them).
@@ -47,6 +47,11 @@ const IDLE_YIELD: u32 = 64;
 const IDLE_SLEEP: u32 = 1024;
 /// How long an idle worker sleeps.
 const IDLE_NAP: Duration = Duration::from_micros(50);
+/// How often each worker checks that its device is still there
+/// ([`Device::check_alive`]: one non-blocking read of the control
+/// connection), as the servers do: a device that is gone completes and
+/// delivers nothing, and the run would otherwise wait out its stall timeouts.
+pub const ALIVE_CHECK: Duration = Duration::from_millis(10);
 
 /// A capture file.
 pub type FileCapture = CaptureWriter<BufWriter<File>>;
@@ -114,8 +119,14 @@ pub enum RunError {
     /// Writing the capture failed.
     #[error("{0}")]
     Capture(#[from] CaptureError),
-    /// A pipe held bytes that are not frames.
-    #[error("received bytes that are not frames: {0}")]
+    /// A pipe held bytes that are not frames. The generator refuses to
+    /// stamp frames where the timestamp would make them so
+    /// ([`TxStream::check_stamp`]); what is left is a device under test
+    /// that changed a frame's headers.
+    #[error(
+        "received bytes that are not frames: {0} (a frame came back whose headers no longer \
+         state where it ends: the device under test changed them)"
+    )]
     Frame(FrameError),
     /// The NIC stopped completing transmissions.
     #[error("the device stopped transmitting: nothing completed for {0:?}")]
@@ -172,10 +183,14 @@ pub struct RunPlan<'a> {
     pub duration: Option<Duration>,
     /// NIC timestamping at this offset (RTT measured); `None` turns it off.
     pub timestamp_offset: Option<u8>,
+    /// With timestamping, also count RTTs in EnsōGen's histogram whose
+    /// array covers `offset..offset + len` cycles of 5 ns.
+    pub rtt_hist_window: Option<(u32, u32)>,
     /// One thread sends and receives.
     pub single_core: bool,
-    /// Pin the transmit thread to this core and the receive thread to the
-    /// next one (both to it with `single_core`).
+    /// Pin the receive thread to this core and the transmit thread to the
+    /// next one, as EnsōGen places them ([`ThreadCores`]); both to it with
+    /// `single_core`.
     pub core: Option<usize>,
     /// Time between samples.
     pub stats_delay: Duration,
@@ -183,6 +198,10 @@ pub struct RunPlan<'a> {
     pub drain: Drain,
     /// Set from outside (Ctrl-C) to end the run early.
     pub stop: Option<&'a AtomicBool>,
+    /// The run lasts at least this many samples: the receive side keeps
+    /// receiving (and counting late frames) until they were taken, unless
+    /// the run is stopped from outside or its device goes away.
+    pub min_samples: u64,
 }
 
 impl<'a> RunPlan<'a> {
@@ -195,11 +214,13 @@ impl<'a> RunPlan<'a> {
             count: None,
             duration: None,
             timestamp_offset: None,
+            rtt_hist_window: None,
             single_core: false,
             core: None,
             stats_delay: Duration::from_secs(1),
             drain: Drain::RUN,
             stop: None,
+            min_samples: 0,
         }
     }
 }
@@ -219,8 +240,14 @@ pub struct RunOutcome {
     pub span: TrafficSpan,
     /// RTTs, when timestamping was on.
     pub rtt: Option<LatencyHistogram>,
+    /// RTTs in EnsōGen's histogram, when the plan asked for it.
+    pub rtt_cycles: Option<CycleHistogram>,
     /// The run was ended from outside.
     pub interrupted: bool,
+    /// The device went away during the run (it was stopped or its process
+    /// exited): the counters are those until the generator noticed, within
+    /// [`ALIVE_CHECK`] or so.
+    pub device_gone: bool,
 }
 
 /// Device handles and pipes of the generator.
@@ -336,6 +363,10 @@ impl Session {
         flush_rx(&mut self.rx_dev)?;
 
         let result = self.run_threads(plan, capture, on_sample);
+        if matches!(&result, Ok(out) if out.device_gone) {
+            // Nothing to restore on a device that is gone.
+            return result;
+        }
 
         // Leave the port as it was found by the next user of the device.
         let restore = (|| -> Result<(), RunError> {
@@ -364,6 +395,7 @@ impl Session {
         let mut tx = TxWorker::new(&mut self.tx_dev, &self.tx_pipes, self.port, plan, &shared);
         let mut rx = RxWorker::new(&mut self.rx_dev, plan, capture, &shared);
         let delay = plan.stats_delay.max(Duration::from_millis(1));
+        let cores = ThreadCores::of(plan.core);
         let (txr, rxr) = std::thread::scope(|s| {
             let (tx_h, rx_h) = if plan.single_core {
                 let h = s.spawn(|| {
@@ -374,11 +406,11 @@ impl Session {
                 (h, None)
             } else {
                 let tx_h = s.spawn(|| {
-                    pin(plan.core);
+                    pin(cores.tx);
                     (run_one(&mut tx), Ok(()))
                 });
                 let rx_h = s.spawn(|| {
-                    pin(plan.core.and_then(|c| c.checked_add(1)));
+                    pin(cores.rx);
                     run_one(&mut rx)
                 });
                 (tx_h, Some(rx_h))
@@ -398,6 +430,10 @@ impl Session {
                 let now = Instant::now();
                 if now >= next {
                     on_sample(&shared.read(), now - start);
+                    shared.samples.store(
+                        shared.samples.load(Ordering::Relaxed) + 1,
+                        Ordering::Relaxed,
+                    );
                     next += delay;
                     if next <= now {
                         next = now + delay;
@@ -427,7 +463,9 @@ impl Session {
                 last_received: since(rx.last_frame),
             },
             rtt: rx.hist.take(),
+            rtt_cycles: rx.cycles.take(),
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
+            device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
     }
 }
@@ -441,6 +479,7 @@ fn settle(dev: &mut Device) -> Result<(), SettleError> {
         if dev.tx_in_flight() == 0 {
             return Ok(());
         }
+        dev.check_alive()?;
         if start.elapsed() > STALL_TIMEOUT {
             return Err(SettleError::Timeout(STALL_TIMEOUT));
         }
@@ -464,6 +503,25 @@ fn flush_rx(dev: &mut Device) -> Result<(), RunError> {
         }
     }
     Ok(())
+}
+
+/// Where the receive and transmit threads of a run go when they are two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadCores {
+    /// The receive thread's core.
+    pub rx: Option<usize>,
+    /// The transmit thread's core.
+    pub tx: Option<usize>,
+}
+
+impl ThreadCores {
+    /// EnsōGen's placement for `--core C`: receive on C, transmit on C+1.
+    pub fn of(core: Option<usize>) -> Self {
+        Self {
+            rx: core,
+            tx: core.and_then(|c| c.checked_add(1)),
+        }
+    }
 }
 
 fn pin(core: Option<usize>) {
@@ -492,6 +550,10 @@ struct Shared {
     stop_tx: AtomicBool,
     /// Set by a worker that failed: the other stops too.
     abort: AtomicBool,
+    /// Set by a worker that found the device gone (with `abort`).
+    device_gone: AtomicBool,
+    /// Samples taken so far (written by the sampling thread only).
+    samples: AtomicU64,
     /// Frames the NIC transmitted, final once `tx_done` is set.
     tx_final: AtomicU64,
     tx_done: AtomicBool,
@@ -521,6 +583,23 @@ trait Worker {
     fn done(&self) -> bool;
     /// Tells the other side to stop.
     fn shared(&self) -> &Shared;
+    /// The worker's device handle.
+    fn device(&self) -> &Device;
+}
+
+/// Ends a worker that failed with `e`: the other one stops too. A failure
+/// of a device that is gone (whatever call noticed it first: a send, a
+/// receive, a stalled completion, the periodic check) is not an error of
+/// the run but its end: the run then returns what it counted, marked
+/// [`RunOutcome::device_gone`].
+fn fail(w: &impl Worker, e: RunError) -> Result<(), RunError> {
+    let shared = w.shared();
+    shared.abort.store(true, Ordering::Relaxed);
+    if w.device().check_alive().is_err() {
+        shared.device_gone.store(true, Ordering::Relaxed);
+        return Ok(());
+    }
+    Err(e)
 }
 
 fn run_one(w: &mut impl Worker) -> Result<(), RunError> {
@@ -529,10 +608,7 @@ fn run_one(w: &mut impl Worker) -> Result<(), RunError> {
         match w.step() {
             Ok(true) => idle = 0,
             Ok(false) => backoff(&mut idle),
-            Err(e) => {
-                w.shared().abort.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
+            Err(e) => return fail(w, e),
         }
     }
     Ok(())
@@ -544,10 +620,8 @@ fn run_both(tx: &mut TxWorker<'_>, rx: &mut RxWorker<'_>) -> Result<(), RunError
         let a = if tx.done() { Ok(false) } else { tx.step() };
         let b = if rx.done() { Ok(false) } else { rx.step() };
         match (a, b) {
-            (Err(e), _) | (_, Err(e)) => {
-                tx.shared.abort.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
+            (Err(e), _) => return fail(tx, e),
+            (_, Err(e)) => return fail(rx, e),
             (Ok(false), Ok(false)) => backoff(&mut idle),
             _ => idle = 0,
         }
@@ -624,6 +698,8 @@ struct TxWorker<'a> {
     first_sent: Option<Instant>,
     /// When a completion was last found.
     last_completed: Option<Instant>,
+    /// When the device was last checked to be there.
+    alive_checked: Instant,
     shared: &'a Shared,
 }
 
@@ -684,6 +760,7 @@ impl<'a> TxWorker<'a> {
             finished_at: None,
             first_sent: None,
             last_completed: None,
+            alive_checked: now,
             shared,
         }
     }
@@ -798,8 +875,19 @@ impl<'a> TxWorker<'a> {
     }
 }
 
+/// Checks that `dev` is still there if [`ALIVE_CHECK`] passed since `last`.
+fn check_alive(dev: &Device, last: &mut Instant) -> Result<(), RunError> {
+    let now = Instant::now();
+    if now - *last >= ALIVE_CHECK {
+        *last = now;
+        dev.check_alive()?;
+    }
+    Ok(())
+}
+
 impl Worker for TxWorker<'_> {
     fn step(&mut self) -> Result<bool, RunError> {
+        check_alive(self.dev, &mut self.alive_checked)?;
         let mut work = self.reap()?;
         match self.state {
             TxState::Sending => {
@@ -831,6 +919,10 @@ impl Worker for TxWorker<'_> {
     fn shared(&self) -> &Shared {
         self.shared
     }
+
+    fn device(&self) -> &Device {
+        self.dev
+    }
 }
 
 struct RxWorker<'a> {
@@ -838,15 +930,19 @@ struct RxWorker<'a> {
     ts_offset: Option<usize>,
     capture: Option<&'a mut FileCapture>,
     hist: Option<LatencyHistogram>,
+    cycles: Option<CycleHistogram>,
     packets: u64,
     bytes: u64,
     rtt_sum_ns: u64,
     rtt_samples: u64,
     drain: Drain,
+    min_samples: u64,
     tx_done_at: Option<Instant>,
     last_rx: Instant,
     /// When the last frame was received.
     last_frame: Option<Instant>,
+    /// When the device was last checked to be there.
+    alive_checked: Instant,
     done: bool,
     shared: &'a Shared,
 }
@@ -863,14 +959,20 @@ impl<'a> RxWorker<'a> {
             ts_offset: plan.timestamp_offset.map(usize::from),
             capture,
             hist: plan.timestamp_offset.map(|_| LatencyHistogram::new()),
+            cycles: plan
+                .timestamp_offset
+                .and(plan.rtt_hist_window)
+                .map(|(offset, len)| CycleHistogram::new(offset, len)),
             packets: 0,
             bytes: 0,
             rtt_sum_ns: 0,
             rtt_samples: 0,
             drain: plan.drain,
+            min_samples: plan.min_samples,
             tx_done_at: None,
             last_rx: Instant::now(),
             last_frame: None,
+            alive_checked: Instant::now(),
             done: false,
             shared,
         }
@@ -898,6 +1000,9 @@ impl<'a> RxWorker<'a> {
                 if let Some(b) = f.get(off..off + 4) {
                     let rtt = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
                     h.record(rtt);
+                    if let Some(c) = self.cycles.as_mut() {
+                        c.record(rtt);
+                    }
                     rtt_sum += rtt;
                     rtt_n += 1;
                 }
@@ -932,6 +1037,7 @@ impl<'a> RxWorker<'a> {
 
 impl Worker for RxWorker<'_> {
     fn step(&mut self) -> Result<bool, RunError> {
+        check_alive(self.dev, &mut self.alive_checked)?;
         let got = self.receive()?;
         let now = Instant::now();
         if got > 0 {
@@ -950,10 +1056,12 @@ impl Worker for RxWorker<'_> {
         if let Some(t) = self.tx_done_at {
             let sent = self.shared.tx_final.load(Ordering::Relaxed);
             let quiet_since = t.max(self.last_rx);
-            if self.packets >= sent
+            let drained = self.packets >= sent
                 || now - quiet_since >= self.drain.quiet
-                || now - t >= self.drain.max
-            {
+                || now - t >= self.drain.max;
+            let sampled = self.shared.samples.load(Ordering::Relaxed) >= self.min_samples
+                || self.shared.stop_tx.load(Ordering::Relaxed);
+            if drained && sampled {
                 self.done = true;
             }
         }
@@ -966,5 +1074,28 @@ impl Worker for RxWorker<'_> {
 
     fn shared(&self) -> &Shared {
         self.shared
+    }
+
+    fn device(&self) -> &Device {
+        self.dev
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_c_receives_and_c_plus_1_transmits_as_in_ensogen() {
+        assert_eq!(
+            ThreadCores::of(Some(4)),
+            ThreadCores {
+                rx: Some(4),
+                tx: Some(5)
+            }
+        );
+        assert_eq!(ThreadCores::of(None), ThreadCores { rx: None, tx: None });
+        // Never wraps to core 0.
+        assert_eq!(ThreadCores::of(Some(usize::MAX)).tx, None);
     }
 }

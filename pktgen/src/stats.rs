@@ -310,39 +310,63 @@ pub const CSV_COLUMNS: [&str; 10] = [
 /// The last CSV column when RTT is measured.
 pub const RTT_COLUMN: &str = "mean_rtt_ns";
 
-/// Writes samples as EnsōGen's CSV: one header line, one row per interval.
-/// An interval without timed frames leaves `mean_rtt_ns` empty.
+/// How a [`CsvWriter`] writes its values (the columns are the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsvFormat {
+    /// As EnsōGen writes them (`--save`), so that what reads EnsōGen's file
+    /// (Ensō's Python frontend parses every value with `int()`) reads this
+    /// one: whole numbers only, rates truncated towards zero in their
+    /// column's unit, `mean_rtt_ns` 0 in an interval without timed frames.
+    EnsoGen,
+    /// Rates with three decimals, the mean RTT with one, and an empty
+    /// `mean_rtt_ns` in an interval without timed frames
+    /// (`--save-detailed`).
+    Detailed,
+}
+
+/// Writes samples as EnsōGen's CSV: one header line, one row per interval,
+/// nothing else.
 #[derive(Debug)]
 pub struct CsvWriter<W: Write> {
     w: W,
     rtt: bool,
+    format: CsvFormat,
 }
 
 impl<W: Write> CsvWriter<W> {
     /// Writes the header.
-    pub fn new(mut w: W, rtt: bool) -> io::Result<Self> {
+    pub fn new(mut w: W, rtt: bool, format: CsvFormat) -> io::Result<Self> {
         let mut header = CSV_COLUMNS.join(",");
         if rtt {
             header.push(',');
             header.push_str(RTT_COLUMN);
         }
         writeln!(w, "{header}")?;
-        Ok(Self { w, rtt })
+        Ok(Self { w, rtt, format })
     }
 
     /// Writes one row.
     pub fn write(&mut self, s: &Sample) -> io::Result<()> {
-        let d = |d: &DirectionSample| {
-            format!(
+        let d = |d: &DirectionSample| match self.format {
+            CsvFormat::EnsoGen => format!(
+                "{},{},{},{},{}",
+                whole(d.goodput_mbps),
+                whole(d.tput_mbps),
+                whole(d.pkt_rate_kpps),
+                d.bytes,
+                d.packets
+            ),
+            CsvFormat::Detailed => format!(
                 "{:.3},{:.3},{:.3},{},{}",
                 d.goodput_mbps, d.tput_mbps, d.pkt_rate_kpps, d.bytes, d.packets
-            )
+            ),
         };
         write!(self.w, "{},{}", d(&s.rx), d(&s.tx))?;
         if self.rtt {
-            match s.mean_rtt_ns {
-                Some(r) => write!(self.w, ",{r:.1}")?,
-                None => write!(self.w, ",")?,
+            match (self.format, s.mean_rtt_ns) {
+                (CsvFormat::EnsoGen, r) => write!(self.w, ",{}", whole(r.unwrap_or(0.0)))?,
+                (CsvFormat::Detailed, Some(r)) => write!(self.w, ",{r:.1}")?,
+                (CsvFormat::Detailed, None) => write!(self.w, ",")?,
             }
         }
         writeln!(self.w)
@@ -352,6 +376,16 @@ impl<W: Write> CsvWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         self.w.flush()?;
         Ok(self.w)
+    }
+}
+
+/// `x` truncated towards zero to a whole number, as EnsōGen's C++ stores
+/// its rates in `uint64_t` (0 for what is not a non-negative number).
+fn whole(x: f64) -> u64 {
+    if x.is_finite() && x > 0.0 {
+        x as u64
+    } else {
+        0
     }
 }
 
@@ -591,6 +625,87 @@ impl LatencyHistogram {
     }
 }
 
+/// ns per cycle of the real NIC's timestamp clock (200 MHz), the unit of
+/// EnsōGen's histogram array.
+pub const NS_PER_TIMESTAMP_CYCLE: u64 = 5;
+
+/// EnsōGen's default `--rtt-hist-offset`, cycles.
+pub const DEFAULT_HIST_OFFSET: u32 = 400;
+/// EnsōGen's default `--rtt-hist-len`, cycles.
+pub const DEFAULT_HIST_LEN: u32 = 1_000_000;
+/// Largest `--rtt-hist-len` (an array of 8 B counts, allocated lazily).
+pub const MAX_HIST_LEN: u32 = 100_000_000;
+
+/// EnsōGen's RTT histogram (`--rtt-hist`): exact counts per 5 ns cycle in
+/// an array covering `offset..offset + len` cycles, and the RTTs outside
+/// it counted apart. Its file holds one `rtt_ns,count` line per cycle with
+/// a count, those of the array first in increasing order, then those
+/// outside it (EnsōGen writes these in no order; here in increasing order
+/// too), RTTs in ns as multiples of 5.
+#[derive(Clone, Debug)]
+pub struct CycleHistogram {
+    offset: u64,
+    counts: Vec<u64>,
+    outside: std::collections::BTreeMap<u64, u64>,
+}
+
+impl CycleHistogram {
+    /// An empty histogram whose array covers `offset..offset + len` cycles
+    /// (`len` at most [`MAX_HIST_LEN`]).
+    pub fn new(offset: u32, len: u32) -> Self {
+        Self {
+            offset: u64::from(offset),
+            counts: vec![0; len.min(MAX_HIST_LEN) as usize],
+            outside: Default::default(),
+        }
+    }
+
+    /// Records one RTT, in ns (rounded down to whole cycles, as the NIC
+    /// counts them).
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let cycle = ns / NS_PER_TIMESTAMP_CYCLE;
+        match cycle
+            .checked_sub(self.offset)
+            .and_then(|i| self.counts.get_mut(i as usize))
+        {
+            Some(n) => *n += 1,
+            None => *self.outside.entry(cycle).or_insert(0) += 1,
+        }
+    }
+
+    /// RTTs recorded.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum::<u64>() + self.outside.values().sum::<u64>()
+    }
+
+    /// Distinct cycles recorded outside the array (EnsōGen warns of them
+    /// as "rtt hist entries in backup").
+    pub fn outside_entries(&self) -> usize {
+        self.outside.len()
+    }
+
+    /// The array's range, ns.
+    pub fn window_ns(&self) -> std::ops::Range<u64> {
+        let c = NS_PER_TIMESTAMP_CYCLE;
+        self.offset * c..(self.offset + self.counts.len() as u64) * c
+    }
+
+    /// Writes the histogram file.
+    pub fn write<W: Write>(&self, mut w: W) -> io::Result<()> {
+        let c = NS_PER_TIMESTAMP_CYCLE;
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n != 0 {
+                writeln!(w, "{},{n}", (i as u64 + self.offset) * c)?;
+            }
+        }
+        for (&cycle, &n) in &self.outside {
+            writeln!(w, "{},{n}", cycle * c)?;
+        }
+        w.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,7 +820,7 @@ mod tests {
             counters((600, 10), (1200, 20), (1000, 10)),
             Duration::from_secs(2),
         );
-        let mut w = CsvWriter::new(Vec::new(), true).unwrap();
+        let mut w = CsvWriter::new(Vec::new(), true, CsvFormat::Detailed).unwrap();
         for s in r.samples() {
             w.write(s).unwrap();
         }
@@ -725,7 +840,7 @@ mod tests {
             lines[2],
             "0.000,0.000,0.000,600,10,0.000,0.000,0.000,1200,20,"
         );
-        let mut w = CsvWriter::new(Vec::new(), false).unwrap();
+        let mut w = CsvWriter::new(Vec::new(), false, CsvFormat::Detailed).unwrap();
         w.write(&r.samples()[0]).unwrap();
         let text = String::from_utf8(w.finish().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -734,6 +849,74 @@ mod tests {
             lines[1],
             "0.005,0.007,0.010,600,10,0.010,0.013,0.020,1200,20"
         );
+    }
+
+    #[test]
+    fn ensogen_csv_holds_whole_numbers_in_ensogen_units() {
+        let mut r = Recorder::new();
+        // 1.5 s: 1 000 000 frames of 60 B received, 1 000 001 sent, RTTs
+        // summing to 1 234 567.8 ns per frame.
+        r.record(
+            counters(
+                (60_000_000, 1_000_000),
+                (60_000_060, 1_000_001),
+                (1_234_567_800_000, 1_000_000),
+            ),
+            Duration::from_millis(1500),
+        );
+        r.record(
+            counters(
+                (60_000_000, 1_000_000),
+                (60_000_060, 1_000_001),
+                (1_234_567_800_000, 1_000_000),
+            ),
+            Duration::from_millis(2500),
+        );
+        let mut w = CsvWriter::new(Vec::new(), true, CsvFormat::EnsoGen).unwrap();
+        for s in r.samples() {
+            w.write(s).unwrap();
+        }
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[0],
+            [&CSV_COLUMNS[..], &[RTT_COLUMN]].concat().join(",")
+        );
+        // RX: 320 Mb/s of goodput, 448 with 24 B a frame, 666.67 kpps;
+        // TX: 320.00032 Mb/s, 448.000448 and 666.667333 kpps; RTT 1234567.8.
+        assert_eq!(
+            lines[1],
+            "320,448,666,60000000,1000000,320,448,666,60000060,1000001,1234567"
+        );
+        // Nothing in the second interval: zero rates, zero RTT, the totals.
+        assert_eq!(lines[2], "0,0,0,60000000,1000000,0,0,0,60000060,1000001,0");
+        for line in &lines[1..] {
+            for v in line.split(',') {
+                v.parse::<u64>().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn cycle_histogram_is_shaped_as_ensogens_file() {
+        // The array covers cycles 10..20, i.e. 50..100 ns.
+        let mut h = CycleHistogram::new(10, 10);
+        assert_eq!(h.window_ns(), 50..100);
+        for ns in [52, 54, 55, 99, 100, 49, 7, 1_000_000, 1_000_004] {
+            h.record(ns);
+        }
+        assert_eq!(h.count(), 9);
+        assert_eq!(h.outside_entries(), 4);
+        let mut out = Vec::new();
+        h.write(&mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "50,2\n55,1\n95,1\n5,1\n45,1\n100,1\n1000000,2\n"
+        );
+        // EnsōGen's defaults: 2 us up to 5 ms.
+        let h = CycleHistogram::new(DEFAULT_HIST_OFFSET, DEFAULT_HIST_LEN);
+        assert_eq!(h.window_ns(), 2_000..5_002_000);
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct TxStream {
     min_len: usize,
     /// Frames of a pcap cut short when captured and padded back.
     padded: u64,
+    /// Frames of a pcap sent without the bytes after their stated length,
+    /// and those bytes.
+    trimmed: (u64, u64),
+    /// IPv4 frames of a pcap with a malformed header.
+    malformed_ipv4: u64,
 }
 
 impl TxStream {
@@ -75,6 +80,8 @@ impl TxStream {
             flows_left_out: 0,
             min_len: if set.is_empty() { 0 } else { min_len },
             padded: set.padded(),
+            trimmed: (set.trimmed(), set.trimmed_bytes()),
+            malformed_ipv4: set.malformed_ipv4(),
         }
     }
 
@@ -160,6 +167,47 @@ impl TxStream {
     /// padded with zeros back to their original length.
     pub fn padded(&self) -> u64 {
         self.padded
+    }
+
+    /// Frames of one pass sent without bytes that followed the length
+    /// their headers state (Ethernet padding, a trailer), and how many
+    /// bytes those were in all.
+    pub fn trimmed(&self) -> (u64, u64) {
+        self.trimmed
+    }
+
+    /// IPv4 frames of one pass whose header is malformed
+    /// ([`crate::pcap::malformed_ipv4`]); they are sent as they are.
+    pub fn malformed_ipv4(&self) -> u64 {
+        self.malformed_ipv4
+    }
+
+    /// Checks that the NIC's timestamp at `offset` leaves every frame of a
+    /// pass delimitable ([`crate::pcap::stamp_keeps_frame`]); the NIC
+    /// stamps a port's frames at one offset. Otherwise names the first
+    /// frame it does not leave so, and the smallest offset from 14 (past
+    /// the Ethernet addresses a device under test may rewrite) that every
+    /// frame takes, if there is one.
+    pub fn check_stamp(&self, offset: u8) -> Result<(), crate::cli::ConfigError> {
+        let frames = || {
+            crate::pcap::stream_frames(self.stream.data())
+                .take(self.set_len())
+                .map_while(Result::ok)
+        };
+        let keeps = |o: usize| frames().all(|f| crate::pcap::stamp_keeps_frame(f, o));
+        let Some((i, f)) = frames()
+            .enumerate()
+            .find(|(_, f)| !crate::pcap::stamp_keeps_frame(f, offset.into()))
+        else {
+            return Ok(());
+        };
+        let suggest = (14u8..=60).find(|&o| keeps(o.into()));
+        Err(crate::cli::ConfigError::StampOverHeaders {
+            offset,
+            frame: i as u64 + 1,
+            kind: crate::pcap::frame_kind(f),
+            suggest,
+        })
     }
 
     /// Goodput bytes of stream frames `first..first + n`.

@@ -124,6 +124,9 @@ impl Trial for DeviceTrial<'_> {
             ..RunPlan::new(stream)
         };
         let out = self.session.run(&plan, None, &mut |_, _| {})?;
+        if out.device_gone {
+            return Err(RunError::Device(enso::DeviceError::Gone).into());
+        }
         if out.interrupted {
             return Err(TrialError::Interrupted);
         }

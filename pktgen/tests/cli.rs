@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use nic_emu::testframe::FrameKind::Ipv4Udp;
+use nic_emu::testframe::FrameKind::{Ipv4Udp, Ipv6Udp};
 use nic_emu::testframe::TestFrames;
 
 fn pktgen(args: &[&str]) -> Output {
@@ -529,4 +529,249 @@ fn a_snaplen_cut_pcap_is_replayed_padded() {
     let mut lens: Vec<usize> = common::read_pcap(&cap).iter().map(Vec::len).collect();
     lens.sort_unstable();
     assert_eq!(lens, [60, 242]);
+}
+
+#[test]
+fn trimmed_and_malformed_pcap_frames_are_counted_in_the_report() {
+    // An ARP frame padded to 60 B, an IPv6 frame whose payload length is
+    // 100 B short of the frame, an IPv4 frame with IHL 3, and a whole one.
+    let mut arp = vec![0u8; 60];
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    arp[18] = 6;
+    arp[19] = 4;
+    let mut v6 = common::frames(&[(Ipv6Udp, 300)]).remove(0);
+    v6[18..20].copy_from_slice(&146u16.to_be_bytes());
+    let mut bad_ihl = common::frames(&[(Ipv4Udp, 100)]).remove(0);
+    bad_ihl[14] = 0x43;
+    let whole = common::frames(&[(Ipv4Udp, 100)]).remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = common::write_pcap(&dir.path().join("in.pcap"), &[arp, v6, bad_ihl, whole]);
+    let json = dir.path().join("r.json");
+    let out = pktgen(&[
+        s(&pcap),
+        "--in-process",
+        "--count",
+        "4",
+        "--rate",
+        "100Mbps",
+        &format!("--json={}", s(&json)),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let want = [
+        "2 of 4 frames of the pcap hold bytes after the length their headers state \
+         (118 B in all: Ethernet padding or trailers); they are sent without them, \
+         as the NIC sends frames",
+        "1 of 4 frames of the pcap are malformed IPv4 (version not 4, header length \
+         below 20 B or past the total length); they are sent as they are",
+    ];
+    for w in want {
+        assert!(err.contains(&format!("pktgen: note: {w}\n")), "{err}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = report["notes"].as_array().unwrap();
+    for w in want {
+        assert!(notes.iter().any(|n| n == w), "{notes:?}");
+    }
+    // Sent trimmed: 42 + 200 + 100 + 100 bytes.
+    assert_eq!(report["totals"]["tx"]["bytes"], 442);
+}
+
+#[test]
+fn save_writes_a_csv_that_ensos_python_frontend_reads() {
+    // A run shorter than one statistics interval: --save still holds the
+    // three rows the frontend needs. --save-detailed keeps fractions.
+    let dir = tempfile::tempdir().unwrap();
+    let sent = common::frames(&[(Ipv4Udp, 60), (Ipv4Udp, 200)]);
+    let pcap = common::write_pcap(&dir.path().join("in.pcap"), &sent);
+    let csv = dir.path().join("stats.csv");
+    let detailed = dir.path().join("detailed.csv");
+    let out = pktgen(&[
+        s(&pcap),
+        "10",
+        "1000",
+        "--count",
+        "1000",
+        "--queues",
+        "2",
+        "--rtt",
+        "--stats-delay",
+        "50",
+        "--save",
+        s(&csv),
+        "--save-detailed",
+        s(&detailed),
+        "--in-process",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (header, rows) = common::read_ensogen_csv(&csv).unwrap();
+    assert_eq!(
+        header.join(","),
+        "rx_goodput_mbps,rx_tput_mbps,rx_pkt_rate_kpps,rx_bytes,rx_packets,\
+         tx_goodput_mbps,tx_tput_mbps,tx_pkt_rate_kpps,tx_bytes,tx_packets,mean_rtt_ns"
+    );
+    assert!(rows.len() >= 3 && rows.len() <= 20, "{} rows", rows.len());
+    let last = rows.last().unwrap();
+    assert_eq!(last[3..5], [500 * (60 + 200), 1000]);
+    assert_eq!(last[8..10], [500 * (60 + 200), 1000]);
+    // Running totals never go down; some interval measured a mean RTT.
+    for w in rows.windows(2) {
+        assert!(w[0][4] <= w[1][4] && w[0][9] <= w[1][9]);
+    }
+    assert!(rows.iter().any(|r| r[10] > 0));
+    // The detailed file: the same rows, with fractions.
+    let d = std::fs::read_to_string(&detailed).unwrap();
+    assert_eq!(d.lines().count(), rows.len() + 1);
+    assert!(d.lines().nth(1).unwrap().contains('.'));
+    let l: Vec<&str> = d.lines().last().unwrap().split(',').collect();
+    assert_eq!(l[4], "1000");
+    match common::python_reads_ensogen_csv(&csv) {
+        Some(r) => assert_eq!(r.unwrap(), format!("{} 1000 1000", rows.len())),
+        None => eprintln!("python3 missing: only the Rust reading was checked"),
+    }
+}
+
+#[test]
+fn ensogen_options_are_accepted_and_checked() {
+    let m = one_line_error(&["--pcie-addr", "65:00", "--in-process"]);
+    assert_eq!(
+        m,
+        "pktgen: --pcie-addr 65:00: not a PCIe address (DDDD:BB:DD.F or BB:DD.F)"
+    );
+    let m = one_line_error(&["--multicore", "--single-core", "--in-process"]);
+    assert!(
+        m.contains("--multicore") && m.contains("--single-core"),
+        "{m}"
+    );
+    let m = one_line_error(&["--rtt-hist-len", "100000001", "--in-process"]);
+    assert_eq!(
+        m,
+        "pktgen: --rtt-hist-len must be at most 100000000, not 100000001"
+    );
+    let m = one_line_error(&["--rtt-hist-offset", "-1", "--in-process"]);
+    assert!(m.contains("must not be negative"), "{m}");
+    // Without --rtt-hist, the histogram's shape is accepted and unused, as
+    // EnsōGen takes it; a short BB:DD.F address is one.
+    let out = pktgen(&[
+        "--in-process",
+        "--count",
+        "100",
+        "--multicore",
+        "--rtt-hist-offset",
+        "10",
+        "--rtt-hist-len",
+        "10",
+        "--pcie-addr",
+        "65:00.0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "pktgen: note: --pcie-addr 65:00.0 chooses a real NIC; an emulated one is chosen \
+             by name: this run started its own (--in-process)\n"
+        ),
+        "{err}"
+    );
+    // With it, RTTs outside the array follow it, and a note says so.
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("h.txt");
+    let out = pktgen(&[
+        "--in-process",
+        "--count",
+        "100",
+        "--rate",
+        "100Mbps",
+        "--rtt-hist",
+        s(&hist),
+        "--rtt-hist-offset",
+        "0",
+        "--rtt-hist-len",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let note = err
+        .lines()
+        .find(|l| l.contains("RTT histogram entries"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        note.ends_with(&format!(
+            "lie outside its array of 0..5 ns (--rtt-hist-offset, --rtt-hist-len); they follow \
+             it in {}",
+            hist.display()
+        )),
+        "{note}"
+    );
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let total: u64 = text
+        .lines()
+        .map(|l| l.split_once(',').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 100);
+}
+
+#[test]
+fn rtt_on_a_mixed_ipv4_ipv6_pcap_is_refused_at_an_offset_that_breaks_ipv6() {
+    // The default offset, 18, is IPv6's payload length: stamped there, an
+    // IPv6 frame could no longer be delimited. Refused before sending, with
+    // an offset every frame takes.
+    let dir = tempfile::tempdir().unwrap();
+    let spec: Vec<_> = (0..50)
+        .flat_map(|_| [(Ipv4Udp, 100), (Ipv6Udp, 200)])
+        .collect();
+    let sent = common::frames(&spec);
+    let pcap = common::write_pcap(&dir.path().join("mixed.pcap"), &sent);
+    let args = [s(&pcap), "--in-process", "--count", "100", "--rtt"];
+    let m = one_line_error(&args);
+    assert_eq!(
+        m,
+        "pktgen: --timestamp-offset 18 puts the NIC's 4-byte timestamp at bytes 18..22, over \
+         what frame 2 of the pcap (IPv6) states its length or kind by: once stamped, the NIC \
+         could not tell where it ends; give --timestamp-offset 20, the first offset from 14 \
+         that every frame of this pcap takes"
+    );
+    assert_eq!(pktgen(&args).status.code(), Some(2));
+    // At the offset suggested, the run measures every frame's RTT.
+    let json = dir.path().join("r.json");
+    let out = pktgen(
+        &[
+            &args[..],
+            &[
+                "--timestamp-offset",
+                "20",
+                "--rate",
+                "100Mbps",
+                &format!("--json={}", s(&json)),
+            ],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("not frames"), "{err}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["loss"]["lost"], 0);
+    assert_eq!(j["totals"]["rx"]["packets"], 100);
+    assert_eq!(j["latency"]["count"], 100);
+    // With an 802.3 frame of 22 B the timestamp must lie in bytes 14..22,
+    // where IPv4 keeps its header length and total length (14..18) and
+    // IPv6 its payload length (18..20): no offset suits all three.
+    let mut dot3 = vec![0u8; 22];
+    dot3[12..14].copy_from_slice(&8u16.to_be_bytes());
+    let mut three = common::frames(&[(Ipv4Udp, 100), (Ipv6Udp, 200)]);
+    three.push(dot3);
+    let p2 = common::write_pcap(&dir.path().join("three.pcap"), &three);
+    let m = one_line_error(&[s(&p2), "--in-process", "--count", "3", "--rtt"]);
+    assert!(
+        m.ends_with(
+            "frame 2 of the pcap (IPv6) states its length or kind by: once stamped, the NIC \
+             could not tell where it ends; no offset from 14 to 60 suits every frame of this \
+             pcap: replay its kinds of frames separately, or leave out --rtt"
+        ),
+        "{m}"
+    );
 }

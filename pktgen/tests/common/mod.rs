@@ -62,3 +62,87 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
 pub fn rtt_at(frame: &[u8], offset: usize) -> u32 {
     u32::from_le_bytes(frame[offset..offset + 4].try_into().unwrap())
 }
+
+/// Reads an EnsōGen CSV as Ensō's Python frontend does (`csv.DictReader`,
+/// then `int(v)` on every value of every row, at least three rows): the
+/// header's columns and each row's values, or why that reader would fail.
+pub fn read_ensogen_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<u64>>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .ok_or("no header")?
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mut rows = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let vals: Vec<&str> = line.split(',').collect();
+        if vals.len() != header.len() {
+            return Err(format!(
+                "row {}: {} values for {} columns",
+                i + 1,
+                vals.len(),
+                header.len()
+            ));
+        }
+        let row = vals
+            .iter()
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("row {}: int({v:?}) fails", i + 1))
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        rows.push(row);
+    }
+    if rows.len() < 3 {
+        return Err(format!("{} rows; at least 3 are needed", rows.len()));
+    }
+    Ok((header, rows))
+}
+
+/// Runs Ensō's Python frontend's reading of an EnsōGen CSV (its
+/// `EnsoGenStats` parse and the checks `get_summary` makes) over `path`
+/// with python3; `None` (after saying why) when python3 is not there.
+/// Returns what the script printed: `rows rx_packets tx_packets`.
+pub fn python_reads_ensogen_csv(path: &Path) -> Option<Result<String, String>> {
+    const SCRIPT: &str = r#"
+import sys
+from collections import defaultdict
+from csv import DictReader
+stats = defaultdict(list)
+n = 0
+with open(sys.argv[1], newline="") as f:
+    for row in DictReader(f):
+        n += 1
+        for k, v in row.items():
+            stats[k].append(int(v))
+if n < 3:
+    raise RuntimeError("Not enough samples to calculate summary")
+for k in ["rx_goodput_mbps", "rx_pkt_rate_kpps", "rx_bytes", "rx_packets",
+          "tx_goodput_mbps", "tx_pkt_rate_kpps", "tx_bytes", "tx_packets"]:
+    assert k in stats, k
+rx_goodput = [g for g in stats["rx_goodput_mbps"] if g != 0][1:-1]
+if "mean_rtt_ns" in stats:
+    mean_rtts = stats["mean_rtt_ns"][1:-1]
+    sum(mean_rtts) / len(mean_rtts)
+print(n, stats["rx_packets"][-1], stats["tx_packets"][-1])
+"#;
+    let out = match std::process::Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(path)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipping the Python reader: python3 cannot be run ({e})");
+            return None;
+        }
+    };
+    if out.status.success() {
+        Some(Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    } else {
+        Some(Err(String::from_utf8_lossy(&out.stderr).into_owned()))
+    }
+}
