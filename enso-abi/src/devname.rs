@@ -46,7 +46,14 @@ pub fn port_mac(name: &str, port: usize) -> [u8; 6] {
     let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    [0x02, 0x45, (h >> 16) as u8, (h >> 8) as u8, h as u8, port as u8]
+    [
+        0x02,
+        0x45,
+        (h >> 16) as u8,
+        (h >> 8) as u8,
+        h as u8,
+        port as u8,
+    ]
 }
 
 #[cfg(test)]

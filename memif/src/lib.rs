@@ -105,3 +105,6 @@ mod tests {
         send::<crate::Memif>();
     }
 }
+
+#[cfg(feature = "test-support")]
+pub mod testpmd;

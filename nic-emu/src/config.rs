@@ -253,6 +253,14 @@ pub enum WireConfig {
     },
     /// The built-in traffic generator and sink.
     Generator(GeneratorConfig),
+    /// Capture files: frames replayed in, frames sent written out.
+    Pcap(crate::backend::pcap::PcapWire),
+    /// A TAP device the NIC creates: the kernel's network stack.
+    Tap(crate::backend::tap::TapWire),
+    /// An existing Linux interface, through AF_PACKET rings.
+    AfPacket(crate::backend::afpacket::AfPacketWire),
+    /// DPDK's or VPP's shared-memory packet interface.
+    Memif(crate::backend::memif::MemifWire),
 }
 
 /// Device settings.

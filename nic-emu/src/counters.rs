@@ -164,6 +164,13 @@ pub struct PortStats {
     pub counters: PortCounters,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorCounters>,
+    /// A backend wire's own counters (not drops), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub wire_stats: BTreeMap<String, u64>,
+    /// Frames a backend wire lost, by cause; summed as `wire` in
+    /// [`Stats::drops`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub wire_drops: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -302,6 +309,9 @@ impl Stats {
             add("malformed", p.counters.drop_malformed);
             add("oversize", p.counters.drop_oversize);
             add("wire_fifo_full", p.counters.drop_wire_fifo_full);
+            for v in p.wire_drops.values() {
+                add("wire", *v);
+            }
         }
         let mut pipe = |c: &PipeCounters| {
             add("pipe_full", c.drop_pipe_full);

@@ -484,8 +484,9 @@ impl Engine {
             .ports
             .iter()
             .enumerate()
-            .map(|(i, w)| Port::new(w, &cfg.ports, i))
-            .collect();
+            .map(|(i, w)| Port::new(w, &cfg.ports, i, &cfg.name))
+            .collect::<Result<Vec<_>, _>>()
+            .inspect_err(|_| crate::devdir::remove(&cfg.device_dir()))?;
         let pipe_flits = (cfg.pipe_size / FLIT) as u32;
         let core = Core {
             pipes: vec![PipeState::default(); layout::MAX_PIPES as usize],
@@ -829,6 +830,19 @@ impl Engine {
                 p.counters.rx_frames += g.counters.sent - sent;
                 p.counters.rx_bytes += g.counters.sent_bytes - sent_bytes;
             }
+            if let Wire::Backend(b) = &mut p.wire {
+                if !core.fallback[i].is_empty() || !core.flows.is_empty() {
+                    b.receivers_ready(now);
+                }
+                let counters = &mut p.counters;
+                work += b.receive(now, RX_BUDGET, &mut |f: &[u8]| {
+                    counters.rx_frames += 1;
+                    counters.rx_bytes += f.len() as u64;
+                    let _ = core.deliver(i, ts, counters, f, None);
+                });
+                core.close_runs();
+            }
+            p.end_step(now);
         }
         for slot in 0..core.apps.len() {
             core.flush_desc_writebacks(slot);
@@ -914,6 +928,8 @@ impl Engine {
                         c.latency = g.latency();
                         c
                     }),
+                    wire_stats: named(p.wire_counters().0),
+                    wire_drops: named(p.wire_counters().1),
                 })
                 .collect(),
             apps: self
@@ -1015,10 +1031,14 @@ impl Engine {
         self.core.pcie.reset();
     }
 
-    /// Removes every application's files and the control socket.
+    /// Removes every application's files and the control socket, and
+    /// finishes the ports' backends (files flushed, threads stopped).
     pub fn cleanup(&mut self) {
         for id in self.app_ids() {
             self.detach(id);
+        }
+        for p in &mut self.ports {
+            p.finish();
         }
     }
 }
@@ -1037,6 +1057,11 @@ impl enso_abi::control::SteppedNic for Engine {
     fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, String> {
         Engine::attach(self, req).map_err(|e| e.to_string())
     }
+}
+
+/// Counters by name, for the stats.
+fn named(v: Vec<(&'static str, u64)>) -> std::collections::BTreeMap<String, u64> {
+    v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 fn first_free_run(used: &[bool], n: usize) -> Option<usize> {

@@ -20,6 +20,7 @@
 pub use enso_abi::{layout, shm, wire};
 
 pub mod args;
+pub mod backend;
 pub mod cleanup;
 pub mod config;
 pub mod cores;

@@ -35,7 +35,13 @@ enum Cmd {
         /// (N: another port's index; delay in whole ns, 0..=1000000000),
         /// generator[:size=64|64-1518|64/128,flows=N,pps=R,count=N,inflight=N,burst=1..4096,kinds=ipv4/ipv6/raw,echo=N,verify=full|seq]
         /// (each option at most once; flows, count and
-        /// inflight at least 1, pps finite and above 0).
+        /// inflight at least 1, pps finite and above 0);
+        /// pcap:rx=FILE[,tx=FILE][,loop=N|inf][,rate=max|original|original*K|5Mpps|10Gbps]
+        /// (capture files; replay starts once the port has a receiver);
+        /// tap:NAME (a TAP device: the kernel's stack; root);
+        /// afpacket:IFACE (an existing interface, AF_PACKET rings; root);
+        /// memif:socket=PATH|@NAME[,role=server|client,id=N,rings=N,ring-size=N,buffer-size=N]
+        /// (DPDK's or VPP's shared-memory interface).
         #[arg(long = "port", default_value = "loopback")]
         ports: Vec<String>,
         /// Bytes per pipe (power of two).

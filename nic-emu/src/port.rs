@@ -512,6 +512,8 @@ pub enum Wire {
     /// Peer port and propagation delay (ns).
     Cable(usize, u64),
     Generator(Box<Generator>),
+    /// Anything else: a backend of [`crate::backend`].
+    Backend(Box<dyn crate::backend::Backend>),
 }
 
 /// A port of the device.
@@ -524,7 +526,15 @@ pub struct Port {
 }
 
 impl Port {
-    pub fn new(cfg: &WireConfig, all: &[WireConfig], me: usize) -> Self {
+    /// Port `me` of device `device`, wired as `cfg` (`all`: every port's
+    /// wiring). A backend that cannot be opened (a missing file, an
+    /// interface that does not exist) is an error naming it.
+    pub fn new(
+        cfg: &WireConfig,
+        all: &[WireConfig],
+        me: usize,
+        device: &str,
+    ) -> Result<Self, String> {
         let fed = all.iter().enumerate().any(|(i, w)| match w {
             WireConfig::Loopback => i == me,
             WireConfig::Cable { peer, .. } => *peer == me,
@@ -535,12 +545,17 @@ impl Port {
             WireConfig::Loopback => Wire::Loopback,
             WireConfig::Cable { peer, delay_ns } => Wire::Cable(*peer, *delay_ns),
             WireConfig::Generator(g) => Wire::Generator(Box::new(Generator::new(g.clone()))),
+            other => Wire::Backend(
+                crate::backend::open(other, device, me)
+                    .map_err(|e| format!("port {me}: {e}"))?
+                    .expect("every wiring but the built-in ones has a backend"),
+            ),
         };
-        Self {
+        Ok(Self {
             wire,
             inbound: fed.then(|| FrameFifo::new(WIRE_FIFO_FRAMES)),
             counters: PortCounters::default(),
-        }
+        })
     }
 
     pub fn describe(&self) -> String {
@@ -550,6 +565,7 @@ impl Port {
             Wire::Cable(p, 0) => format!("cable:{p}"),
             Wire::Cable(p, d) => format!("cable:{p}:delay={d}"),
             Wire::Generator(_) => "generator".into(),
+            Wire::Backend(b) => b.describe(),
         }
     }
 
@@ -557,6 +573,34 @@ impl Port {
         match &self.wire {
             Wire::Generator(g) => Some(g),
             _ => None,
+        }
+    }
+}
+
+impl Port {
+    /// A step's end for a backend port: sends what it gathered, and does
+    /// its control-plane work when due.
+    #[inline]
+    pub fn end_step(&mut self, now: u64) {
+        if let Wire::Backend(b) = &mut self.wire {
+            b.flush(now);
+            b.maintain(now);
+        }
+    }
+
+    /// A backend port's counters that are not drops, and its drops.
+    pub fn wire_counters(&self) -> (crate::backend::Named, crate::backend::Named) {
+        match &self.wire {
+            Wire::Backend(b) => (b.stats(), b.drops()),
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Flushes files and stops a backend's threads (the device stops).
+    pub fn finish(&mut self) {
+        if let Wire::Backend(b) = &mut self.wire {
+            b.flush(u64::MAX);
+            b.finish();
         }
     }
 }
@@ -582,6 +626,10 @@ pub fn transmit_uncounted(ports: &mut [Port], from: usize, frame: &[u8], now: u6
         }
         Wire::Generator(g) => {
             g.on_return(frame, now);
+            return;
+        }
+        Wire::Backend(b) => {
+            b.transmit(frame, now);
             return;
         }
         Wire::Loopback => (from, 0),

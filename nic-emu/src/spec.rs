@@ -1,6 +1,9 @@
 //! Text forms of port wiring, for command lines:
 //!
 //! - `null`, `loopback`, `cable:<port>[:delay=<ns>]`
+//! - `pcap:rx=FILE[,tx=FILE][,loop=N|inf][,rate=R]`, `tap:NAME`,
+//!   `afpacket:IFACE`, `memif:socket=PATH[,role=..,id=..,rings=..,
+//!   ring-size=..,buffer-size=..]` (see [`crate::backend`])
 //! - `generator[:key=value,...]` with keys `size` (`64`, `64-1518`,
 //!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
@@ -42,6 +45,25 @@ pub fn parse_sizes(v: &str) -> Result<SizeSpec, String> {
         Ok(SizeSpec::Mix(sizes))
     } else {
         Ok(SizeSpec::Fixed(check(num("size", v)?)?))
+    }
+}
+
+/// Checks a Linux interface name given to `kind`: 1 to 15 bytes, no `/`,
+/// white space or `:`, not `.` or `..`.
+fn check_ifname(kind: &str, name: &str) -> Result<String, String> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "{kind}: bad interface name '{name}' (1 to 15 printable bytes, no '/' or ':')"
+        ))
     }
 }
 
@@ -123,8 +145,18 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
             g.validate()?;
             Ok(WireConfig::Generator(g))
         }
+        "pcap" => Ok(WireConfig::Pcap(crate::backend::pcap::PcapWire::parse(rest)?)),
+        "tap" => {
+            let name = check_ifname("tap", rest)?;
+            Ok(WireConfig::Tap(crate::backend::tap::TapWire { name }))
+        }
+        "afpacket" => {
+            let iface = check_ifname("afpacket", rest)?;
+            Ok(WireConfig::AfPacket(crate::backend::afpacket::AfPacketWire { iface }))
+        }
+        "memif" => Ok(WireConfig::Memif(crate::backend::memif::MemifWire::parse(rest)?)),
         _ => Err(format!(
-            "unknown port wiring '{s}' (null, loopback, cable:N, generator[:opts])"
+            "unknown port wiring '{s}' (null, loopback, cable:N, generator[:opts], pcap:rx=FILE[,tx=FILE], tap:NAME, afpacket:IFACE, memif:socket=PATH)"
         )),
     }
 }

@@ -1,0 +1,242 @@
+//! `memif:socket=PATH[,role=server|client][,id=N][,rings=N][,ring-size=N][,buffer-size=N]`:
+//! a port whose peer is a DPDK (`net_memif`) or VPP application, through
+//! the shared-memory packet interface, protocol 2.0, copy mode. `PATH` is a
+//! filesystem socket, or `@name` for an abstract one (DPDK's default).
+//! The rings are polled by the engine without system calls; the control
+//! channel (accepting or connecting, the handshake, a peer that leaves) is
+//! looked after every millisecond. Every descriptor, region, offset and
+//! length the peer gives is checked against what it registered: a hostile
+//! or buggy peer gets counted drops and a disconnect, never an
+//! out-of-bounds access (see the `memif` crate).
+
+use serde::{Deserialize, Serialize};
+
+use super::staging::Staging;
+use super::{Backend, MAINTAIN_EVERY_NS};
+use crate::wire::MAX_FRAME;
+
+/// A port wired to a memif peer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemifWire {
+    /// Socket path, or `@name` for an abstract socket.
+    pub socket: String,
+    /// Whether this side listens (the default) or connects.
+    pub server: bool,
+    /// Interface id the two sides agree on.
+    pub id: u32,
+    /// Rings in each direction.
+    pub rings: u16,
+    /// Descriptors per ring (power of two).
+    pub ring_size: u32,
+    /// Bytes per buffer.
+    pub buffer_size: u32,
+}
+
+impl MemifWire {
+    /// Parses the options after `memif:`.
+    pub fn parse(opts: &str) -> Result<Self, String> {
+        let mut w = MemifWire {
+            socket: String::new(),
+            server: true,
+            id: 0,
+            rings: 1,
+            ring_size: 1024,
+            buffer_size: 2048,
+        };
+        let mut seen = Vec::new();
+        let num = |k: &str, v: &str| -> Result<u64, String> {
+            v.parse()
+                .map_err(|_| format!("memif option {k}: '{v}' is not a whole number"))
+        };
+        for kv in opts.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("memif option '{kv}' is not key=value"))?;
+            if seen.contains(&k) {
+                return Err(format!("memif option {k} given twice"));
+            }
+            seen.push(k);
+            match k {
+                "socket" => w.socket = v.to_string(),
+                "role" => {
+                    w.server = match v {
+                        "server" | "master" => true,
+                        "client" | "slave" => false,
+                        _ => return Err(format!("memif role '{v}': server or client")),
+                    }
+                }
+                "id" => {
+                    w.id = u32::try_from(num(k, v)?)
+                        .map_err(|_| format!("memif id {v}: at most {}", u32::MAX))?
+                }
+                "rings" => {
+                    w.rings = match num(k, v)? {
+                        n @ 1..=255 => n as u16,
+                        _ => return Err(format!("memif rings {v}: 1 to 255")),
+                    }
+                }
+                "ring-size" => {
+                    w.ring_size = match num(k, v)? {
+                        n if n.is_power_of_two() && (16..=32768).contains(&n) => n as u32,
+                        _ => {
+                            return Err(format!("memif ring-size {v}: a power of two, 16 to 32768"))
+                        }
+                    }
+                }
+                "buffer-size" => {
+                    w.buffer_size = match num(k, v)? {
+                        n if (128..=65536).contains(&n) => n as u32,
+                        _ => return Err(format!("memif buffer-size {v}: 128 to 65536")),
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                    "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size)"
+                ))
+                }
+            }
+        }
+        if w.socket.is_empty() {
+            return Err("memif needs socket=PATH (or socket=@name for an abstract socket)".into());
+        }
+        Ok(w)
+    }
+}
+
+/// A port wired to a memif peer.
+pub struct MemifPort {
+    desc: String,
+    m: memif::Memif,
+    staged: Staging,
+    last_maintain: u64,
+    control_errors: u64,
+    /// The queue the next receive starts at (round robin over the rings).
+    next_queue: u16,
+}
+
+impl std::fmt::Debug for MemifPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemifPort")
+            .field("wire", &self.desc)
+            .finish()
+    }
+}
+
+impl MemifPort {
+    /// Binds the socket (server) or prepares to connect (client).
+    pub fn open(w: &MemifWire, device: &str, port: usize) -> Result<Self, String> {
+        let role = if w.server {
+            memif::Role::Server
+        } else {
+            memif::Role::Client
+        };
+        let mut cfg = memif::Config::new(memif::SocketName::parse(&w.socket), role);
+        cfg.id = w.id;
+        cfg.rings = w.rings;
+        cfg.log2_ring_size = w.ring_size.trailing_zeros() as u8;
+        cfg.buffer_size = w.buffer_size;
+        cfg.max_frame = MAX_FRAME as u32;
+        cfg.name = format!("enso-{device}-{port}");
+        cfg.name.truncate(31);
+        let m = memif::Memif::new(cfg).map_err(|e| format!("memif:socket={}: {e}", w.socket))?;
+        Ok(Self {
+            desc: format!(
+                "memif:socket={},role={}",
+                w.socket,
+                if w.server { "server" } else { "client" }
+            ),
+            m,
+            staged: Staging::default(),
+            last_maintain: 0,
+            control_errors: 0,
+            next_queue: 0,
+        })
+    }
+
+    fn send_staged(&mut self) {
+        let m = &mut self.m;
+        // memif counts what it could not put on the ring (ring_full,
+        // link_down, oversize) itself.
+        let _ = self.staged.drain(|it| {
+            let mut n = 0;
+            let counted = it.inspect(|_| n += 1);
+            m.tx_burst(0, counted);
+            n
+        });
+    }
+}
+
+impl Backend for MemifPort {
+    fn describe(&self) -> String {
+        self.desc.clone()
+    }
+
+    fn receive(&mut self, _now: u64, budget: usize, deliver: &mut dyn FnMut(&[u8])) -> usize {
+        if !self.m.is_connected() {
+            return 0;
+        }
+        let (rx_queues, _) = self.m.queues();
+        let mut n = 0;
+        for i in 0..rx_queues {
+            if n >= budget {
+                break;
+            }
+            let q = (self.next_queue + i) % rx_queues.max(1);
+            n += self.m.rx_burst(q, budget - n, |f| deliver(f));
+        }
+        self.next_queue = self.next_queue.wrapping_add(1) % rx_queues.max(1);
+        n
+    }
+
+    fn transmit(&mut self, frame: &[u8], _now: u64) {
+        if !self.staged.push(frame) {
+            self.send_staged();
+            let _ = self.staged.push(frame);
+        }
+    }
+
+    fn flush(&mut self, _now: u64) {
+        if !self.staged.is_empty() {
+            self.send_staged();
+        }
+    }
+
+    fn maintain(&mut self, now: u64) {
+        if now.saturating_sub(self.last_maintain) >= MAINTAIN_EVERY_NS {
+            self.last_maintain = now;
+            if self.m.poll_control().is_err() {
+                self.control_errors += 1;
+            }
+        }
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        let c = self.m.counters();
+        vec![
+            ("connected", self.m.is_connected() as u64),
+            ("rx_frames", c.rx_frames),
+            ("tx_frames", c.tx_frames),
+            ("rx_chained", c.rx_chained),
+            ("tx_chained", c.tx_chained),
+            ("connects", c.connects),
+            ("disconnects", c.disconnects),
+        ]
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        let c = self.m.counters();
+        vec![
+            ("bad_descriptor", c.bad_descriptor),
+            ("ring_errors", c.ring_errors),
+            ("ring_full", c.ring_full),
+            ("oversize", c.oversize),
+            ("link_down", c.link_down),
+            ("handshake_errors", c.handshake_errors),
+            ("control_errors", self.control_errors),
+        ]
+    }
+
+    fn finish(&mut self) {
+        self.flush(0);
+    }
+}
