@@ -68,6 +68,7 @@ pub mod kv;
 pub mod load;
 pub mod logmon;
 pub mod maglev;
+pub mod net;
 pub mod nic;
 pub mod packet;
 pub mod telemetry;
