@@ -60,6 +60,54 @@ pub struct ServeArgs {
     pub ring: Option<u32>,
 }
 
+/// The addresses a server answers for on its port's link (echo, KV and
+/// Maglev's virtual address).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct HostArgs {
+    /// An IPv4 or IPv6 address of this server (repeatable, or
+    /// comma-separated). The server then answers ARP requests, neighbour
+    /// solicitations and pings for it with the port's MAC, and drops (and
+    /// counts) frames addressed to other hosts. Without it, every frame
+    /// reaches the application.
+    #[arg(long = "ip", value_name = "ADDR", value_delimiter = ',')]
+    pub ip: Vec<std::net::IpAddr>,
+}
+
+impl HostArgs {
+    /// The host of port `port` of the device `dev` is attached to: its MAC
+    /// is the one the NIC and its peers agree on
+    /// (`enso_abi::devname::port_mac`).
+    pub fn host(&self, dev: &Device, port: u32) -> crate::net::host::Host {
+        crate::net::host::Host::new(port_mac(dev, port), &self.ip)
+    }
+}
+
+/// The MAC of port `port` of the device `dev` is attached to.
+pub fn port_mac(dev: &Device, port: u32) -> crate::net::ethernet::MacAddr {
+    crate::net::ethernet::MacAddr(enso_abi::devname::port_mac(
+        &dev.info().device,
+        port as usize,
+    ))
+}
+
+/// What the host did, for a summary line (nothing for a server without
+/// `--ip`).
+pub fn host_text(h: &crate::net::host::HostStats) -> String {
+    if h.answered() + h.dropped() == 0 {
+        return String::new();
+    }
+    format!(
+        "; host: {} ARP, {} ND, {} ICMP, {} ICMPv6 answered, {} not for us, {} ignored, {} malformed",
+        h.arp_replies,
+        h.nd_replies,
+        h.icmp_echo_replies,
+        h.icmpv6_echo_replies,
+        h.not_for_us,
+        h.ignored,
+        h.malformed
+    )
+}
+
 /// Default of [`ServeArgs::burst`].
 pub const DEFAULT_BURST: usize = 32;
 /// Default of [`ServeArgs::ring`].

@@ -37,6 +37,9 @@
 //! * [`echo`]: the echo server of the microbenchmarks.
 //! * [`packet`]: zero-copy Ethernet/IPv4/UDP/TCP views, 5-tuples, address
 //!   rewriting with incremental checksums, frame building.
+//! * [`net`]: checked views of Ethernet, ARP, IPv4, IPv6, UDP, ICMP and
+//!   ICMPv6, the host logic that answers ARP, neighbour discovery and pings
+//!   for a server's addresses, and UDP reflection (`echo --reflect`).
 //! * [`maglev`], [`kv`], [`telemetry`], [`logmon`]: the applications; each
 //!   module's documentation gives its design and where it departs from the
 //!   system the paper used.
@@ -68,6 +71,7 @@ pub mod kv;
 pub mod load;
 pub mod logmon;
 pub mod maglev;
+pub mod net;
 pub mod nic;
 pub mod packet;
 pub mod telemetry;

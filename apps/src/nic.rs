@@ -36,6 +36,7 @@ use nic_emu::wire::{self, FrameError, FLIT};
 
 use crate::kv::KvServer;
 use crate::logmon::{LogMonitor, LogScanner};
+use crate::net::host::{Host, HostAction, HostReply};
 use crate::packet::MAX_FRAME_LEN;
 
 mod stream;
@@ -101,6 +102,54 @@ impl ReplyHandler for KvServer {
     #[inline]
     fn prefetch(&mut self, request: &[u8]) {
         KvServer::prefetch(self, request);
+    }
+}
+
+/// An application behind a [`Host`]: the host answers ARP, neighbour
+/// solicitations and pings for the server's addresses and drops frames
+/// for other hosts; the rest reaches the application. The same wrapper
+/// serves both interfaces, as a [`PacketHandler`] (answers in place) and
+/// as a [`ReplyHandler`] (answers into the response buffer). A host
+/// without addresses passes every frame.
+#[derive(Debug)]
+pub struct Hosted<H> {
+    /// The port's identity on its link.
+    pub host: Host,
+    /// The application.
+    pub app: H,
+}
+
+impl<H> Hosted<H> {
+    /// `app` behind `host`.
+    pub fn new(host: Host, app: H) -> Self {
+        Hosted { host, app }
+    }
+}
+
+impl<H: PacketHandler> PacketHandler for Hosted<H> {
+    #[inline]
+    fn handle(&mut self, frame: &mut [u8]) -> crate::Verdict {
+        match self.host.process(frame) {
+            HostAction::Pass => self.app.handle(frame),
+            HostAction::Reply => crate::Verdict::Forward,
+            HostAction::Drop => crate::Verdict::Drop,
+        }
+    }
+}
+
+impl<H: ReplyHandler> ReplyHandler for Hosted<H> {
+    #[inline]
+    fn reply(&mut self, request: &[u8], response: &mut [u8]) -> Option<usize> {
+        match self.host.respond(request, response) {
+            HostReply::Pass => self.app.reply(request, response),
+            HostReply::Reply(n) => Some(n),
+            HostReply::Drop => None,
+        }
+    }
+
+    #[inline]
+    fn prefetch(&mut self, request: &[u8]) {
+        self.app.prefetch(request);
     }
 }
 

@@ -454,7 +454,13 @@ enum LogPath {
 }
 
 fn logmon_run(path: LogPath, text: &[u8]) -> (Vec<u64>, u64, u64) {
-    let (mut e, _dir) = cabled(&format!("logmon-{path:?}").to_lowercase());
+    // Device names take letters, digits, '.', '_' and '-' only.
+    let name: String = format!("logmon-{path:?}")
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let (mut e, _dir) = cabled(&name);
     let patterns = LogPatterns::builtin();
     let mut c = client(&mut e, false);
     // 700 B payloads: lines are cut across packets.

@@ -3,19 +3,26 @@
 //! On Ensō, requests are read from RX pipes and responses written into a TX
 //! pipe (one send per batch); on the packetized interface each response
 //! replaces its request in the request's buffer. The same `KvServer` logic
-//! answers on both. Drive it with `kv-client` on a port cabled to this one.
+//! answers on both. Drive it with `kv-client` on a port cabled to this one,
+//! or, with `--ip`, from any UDP client on the port's link (the wire format
+//! is in `apps/README.md`; `apps/examples/kv_client.py` is such a client):
+//! the server then answers ARP, neighbour solicitations and pings for its
+//! addresses and drops frames for other hosts.
 
 use clap::Parser;
-use enso_apps::cli::{self, CliResult, ServeArgs};
+use enso_apps::cli::{self, CliResult, HostArgs, ServeArgs};
 use enso_apps::kv::store::{MAX_BUCKETS, MAX_LOG_BYTES};
 use enso_apps::kv::{KvServer, ServerConfig, ServerStats, StoreConfig};
-use enso_apps::nic::{EnsoReplyDriver, Interface, PacketizedReplyDriver};
+use enso_apps::net::host::HostStats;
+use enso_apps::nic::{EnsoReplyDriver, Hosted, Interface, PacketizedReplyDriver};
 
 #[derive(Parser)]
 #[command(name = "kv", about = "MICA-like key-value server on the emulated NIC")]
 struct Args {
     #[command(flatten)]
     serve: ServeArgs,
+    #[command(flatten)]
+    host: HostArgs,
     /// MiB of log in this partition (a power of two).
     #[arg(long, default_value_t = 64)]
     log_mb: usize,
@@ -70,7 +77,7 @@ impl Args {
 
 fn run(a: Args) -> CliResult<()> {
     a.check()?;
-    let mut server = KvServer::new(&ServerConfig {
+    let server = KvServer::new(&ServerConfig {
         store: StoreConfig {
             log_bytes: a.log_mb << 20,
             buckets: a.buckets,
@@ -83,8 +90,9 @@ fn run(a: Args) -> CliResult<()> {
     s.connect.pin("kv");
     let dev = s.connect.open(s.device_options(1))?;
     let port = s.connect.port;
-    let extra = |k: &KvServer| {
-        let st = k.stats();
+    let mut server = Hosted::new(a.host.host(&dev, port), server);
+    let extra = |k: &Hosted<KvServer>| {
+        let st = k.app.stats();
         format!(
             ", {} requests, {} GET hits of {}",
             st.requests, st.get_hits, st.gets
@@ -104,20 +112,22 @@ fn run(a: Args) -> CliResult<()> {
             (r, d.stats.clone())
         }
     };
-    let st = server.stats();
+    let (st, host) = (server.app.stats(), server.host.stats());
     if s.connect.json {
         let out = serde_json::json!({
             "app": "kv",
             "interface": s.interface,
+            "mac": server.host.mac().to_string(),
             "served": served,
             "mops": st.requests as f64 / served.seconds / 1e6,
             "server": st,
-            "store": server.store().stats(),
+            "store": server.app.store().stats(),
+            "host": host,
             "driver": driver,
         });
         println!("{out}");
     } else {
-        println!("{}", summary(s.interface, &served, st, &driver));
+        println!("{}", summary(s.interface, &served, st, host, &driver));
     }
     Ok(())
 }
@@ -129,10 +139,14 @@ fn summary(
     interface: Interface,
     served: &cli::Served,
     st: &ServerStats,
+    host: &HostStats,
     driver: &enso::app::DriverStats,
 ) -> String {
+    // The host's drops are the driver's too; its answers are sent as
+    // responses are.
+    let own = st.drops() + host.dropped();
     format!(
-        "kv ({interface}): {} request frames in {:.1} s, {} requests ({:.3} Mops), {} GETs ({} hits), {} SETs, {} errors, {} frames dropped ({} not answerable, {} answered but not sent)",
+        "kv ({interface}): {} request frames in {:.1} s, {} requests ({:.3} Mops), {} GETs ({} hits), {} SETs, {} errors, {} frames dropped ({} not answerable, {} answered but not sent){}",
         st.frames,
         served.seconds,
         st.requests,
@@ -142,8 +156,9 @@ fn summary(
         st.sets,
         st.errors,
         driver.dropped,
-        st.drops(),
-        driver.dropped.saturating_sub(st.drops())
+        own,
+        driver.dropped.saturating_sub(own),
+        cli::host_text(host)
     )
 }
 
@@ -174,7 +189,13 @@ mod tests {
             seconds: 1.0,
             ..Default::default()
         };
-        let line = summary(Interface::Packetized, &served, &st, &driver);
+        let line = summary(
+            Interface::Packetized,
+            &served,
+            &st,
+            &Default::default(),
+            &driver,
+        );
         assert!(
             line.ends_with("10 frames dropped (3 not answerable, 7 answered but not sent)"),
             "{line}"

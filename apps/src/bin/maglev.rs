@@ -1,21 +1,27 @@
 //! `maglev`: the Maglev load balancer, attached to a running `nic-emu`
 //! device. Every TCP/UDP IPv4 frame received on `--port` is rewritten toward
 //! its backend (destination MAC and address) and sent back out of the port;
-//! the same logic runs on Ensō pipes or on descriptor queues.
+//! the same logic runs on Ensō pipes or on descriptor queues. With `--ip`
+//! (the virtual address) it answers ARP, neighbour solicitations and pings
+//! for it and drops frames for other hosts.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
-use enso_apps::cli::{self, CliResult, EnsoPipes, ServeArgs};
+use enso_apps::cli::{self, CliResult, EnsoPipes, HostArgs, ServeArgs};
 use enso_apps::maglev::{self, Backend, BackendPool, Maglev, MaglevStats};
-use enso_apps::nic::Interface;
+use enso_apps::net::host::HostStats;
+use enso_apps::nic::{Hosted, Interface};
 
 #[derive(Parser)]
 #[command(name = "maglev", about = "Maglev load balancer on the emulated NIC")]
 struct Args {
     #[command(flatten)]
     serve: ServeArgs,
+    /// The virtual address(es) the balancer serves (see the flag's help).
+    #[command(flatten)]
+    vip: HostArgs,
     /// Backend list: one `name ipv4 [mac]` per line.
     #[arg(long)]
     backends: Option<PathBuf>,
@@ -98,12 +104,13 @@ fn run(a: Args) -> CliResult<()> {
     check_table_size(a.table_size, n)?;
     let pool =
         Arc::new(BackendPool::new(list, a.table_size).map_err(|e| format!("--table-size: {e}"))?);
-    let mut lb = Maglev::with_pool(pool, a.connections)?;
+    let lb = Maglev::with_pool(pool, a.connections)?;
     let s = &a.serve;
     s.connect.pin("maglev");
     let dev = s.connect.open(s.device_options(0))?;
-    let extra = |lb: &Maglev| {
-        let st = lb.stats();
+    let mut lb = Hosted::new(a.vip.host(&dev, s.connect.port), lb);
+    let extra = |lb: &Hosted<Maglev>| {
+        let st = lb.app.stats();
         format!(
             ", {} connection hits, {} misses",
             st.connection_hits, st.connection_misses
@@ -111,7 +118,7 @@ fn run(a: Args) -> CliResult<()> {
     };
     let (served, driver, lib) =
         cli::serve_packets("maglev", s, dev, EnsoPipes::RxTx, &mut lb, extra, |_| {})?;
-    let st = lb.stats();
+    let (st, host) = (lb.app.stats(), lb.host.stats());
     if s.connect.json {
         let out = serde_json::json!({
             "app": "maglev",
@@ -119,12 +126,14 @@ fn run(a: Args) -> CliResult<()> {
             "backends": n,
             "served": served,
             "maglev": st,
+            "mac": lb.host.mac().to_string(),
+            "host": host,
             "driver": driver,
             "library": lib,
         });
         println!("{out}");
     } else {
-        println!("{}", summary(s.interface, n, &served, st, &driver));
+        println!("{}", summary(s.interface, n, &served, st, host, &driver));
     }
     Ok(())
 }
@@ -137,10 +146,12 @@ fn summary(
     backends: usize,
     served: &cli::Served,
     st: &MaglevStats,
+    host: &HostStats,
     driver: &enso::app::DriverStats,
 ) -> String {
+    let own = st.dropped + host.dropped();
     format!(
-        "maglev ({interface}, {backends} backends): {} frames in {:.1} s ({:.3} Mpps, {}), {} forwarded, {} dropped ({} not IPv4 TCP/UDP, {} TX ring full), {} connection hits, {} misses, {} evictions",
+        "maglev ({interface}, {backends} backends): {} frames in {:.1} s ({:.3} Mpps, {}), {} forwarded, {} dropped ({} not IPv4 TCP/UDP, {} not for the balancer, {} TX ring full), {} connection hits, {} misses, {} evictions{}",
         served.frames,
         served.seconds,
         served.mpps,
@@ -148,10 +159,12 @@ fn summary(
         driver.forwarded,
         driver.dropped,
         st.dropped,
-        driver.dropped.saturating_sub(st.dropped),
+        host.dropped(),
+        driver.dropped.saturating_sub(own),
         st.connection_hits,
         st.connection_misses,
-        st.connection_evictions
+        st.connection_evictions,
+        cli::host_text(host)
     )
 }
 
@@ -200,9 +213,18 @@ mod tests {
             dropped: 12,
             ..Default::default()
         };
-        let line = summary(Interface::Packetized, 4, &Default::default(), &st, &driver);
+        let line = summary(
+            Interface::Packetized,
+            4,
+            &Default::default(),
+            &st,
+            &Default::default(),
+            &driver,
+        );
         assert!(
-            line.contains("90 forwarded, 12 dropped (2 not IPv4 TCP/UDP, 10 TX ring full)"),
+            line.contains(
+                "90 forwarded, 12 dropped (2 not IPv4 TCP/UDP, 0 not for the balancer, 10 TX ring full)"
+            ),
             "{line}"
         );
     }

@@ -13,10 +13,11 @@
 //!
 //! Not supported (reported as [`ParseError::NotIpv4`]): VLAN tags, IPv6.
 
-mod checksum;
-pub mod ethernet;
-pub mod ipv4;
 pub mod l4;
+
+// The header views live in `crate::net`; these are their old paths.
+use crate::net::checksum;
+pub use crate::net::{ethernet, ipv4, ParseError};
 
 use std::net::Ipv4Addr;
 
@@ -35,29 +36,6 @@ pub const UDP_PAYLOAD_OFFSET: usize =
 /// Offset of the TCP payload in frames built by this module.
 pub const TCP_PAYLOAD_OFFSET: usize =
     ethernet::HEADER_LEN + ipv4::MIN_HEADER_LEN + l4::TCP_MIN_HEADER_LEN;
-
-/// Why a frame could not be parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ParseError {
-    /// The frame ends before a header or length field says it should.
-    #[error("frame truncated")]
-    Truncated,
-    /// The EtherType is not IPv4 (IPv6, ARP, VLAN-tagged, ...).
-    #[error("not an IPv4 frame")]
-    NotIpv4,
-    /// Wrong IP version or inconsistent header/total lengths.
-    #[error("malformed IPv4 header")]
-    BadIpv4Header,
-    /// An IP fragment: the transport header is absent or incomplete.
-    #[error("IPv4 fragment")]
-    Fragment,
-    /// The IP payload is neither TCP nor UDP.
-    #[error("transport protocol is neither TCP nor UDP")]
-    UnsupportedProtocol,
-    /// UDP length below 8 or TCP data offset below 5.
-    #[error("malformed TCP/UDP header")]
-    BadL4Header,
-}
 
 /// A frame could not be written into the given buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

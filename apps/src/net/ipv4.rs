@@ -6,6 +6,8 @@ use super::{checksum, ParseError};
 
 /// Length of an IPv4 header without options.
 pub const MIN_HEADER_LEN: usize = 20;
+/// IP protocol number of ICMP.
+pub const PROTO_ICMP: u8 = 1;
 /// IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
 /// IP protocol number of UDP.
@@ -166,6 +168,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Sets the destination address (checksum not updated).
     pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
         self.bm()[field::DST].copy_from_slice(&addr.octets());
+    }
+
+    /// Swaps the source and destination addresses. The header checksum
+    /// stays right (the one's-complement sum does not depend on the order
+    /// of the words), and so does a TCP/UDP checksum over the pseudo-header.
+    pub fn swap_addrs(&mut self) {
+        let (src, dst) = (self.src_addr(), self.dst_addr());
+        self.set_src_addr(dst);
+        self.set_dst_addr(src);
     }
 
     /// Sets the header checksum field.

@@ -9,6 +9,10 @@ use super::ParseError;
 pub const HEADER_LEN: usize = 14;
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of ARP.
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86DD;
 
 mod field {
     use std::ops::Range;
@@ -22,6 +26,19 @@ mod field {
 pub struct MacAddr(pub [u8; 6]);
 
 impl MacAddr {
+    /// The broadcast address, ff:ff:ff:ff:ff:ff.
+    pub const BROADCAST: MacAddr = MacAddr([0xFF; 6]);
+
+    /// True for group addresses (the I/G bit), broadcast included.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] & 1 == 1
+    }
+
+    /// True for the IPv6 multicast range 33:33:xx:xx:xx:xx (RFC 2464).
+    pub fn is_ipv6_multicast(&self) -> bool {
+        self.0[0] == 0x33 && self.0[1] == 0x33
+    }
+
     /// A locally administered unicast address carrying an IPv4 address in
     /// its low four bytes (`02:00:a:b:c:d`): a stable MAC for hosts that
     /// are configured by IP only.
