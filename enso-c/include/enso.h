@@ -1,0 +1,221 @@
+/*
+ * enso.h: the C interface to the Ensō application library (libenso_c).
+ *
+ * Attach to a running emulated NIC (`nic-emu run --name NAME`), allocate
+ * pipes, receive batches of frames, send them back in place or from TX
+ * pipes. See enso-c/README.md.
+ *
+ * Conventions:
+ *  - Functions return ENSO_OK (0), or a non-negative count or pipe handle,
+ *    on success and a negative ENSO_ERR_* code on failure.
+ *    enso_strerror() names a code; enso_last_error() gives the message of
+ *    the calling thread's last failure.
+ *  - A device handle (enso_device_t *) is used by one thread at a time
+ *    (it may be handed to another thread between calls). Open one device
+ *    handle per thread; pipes belong to the handle that allocated them.
+ *  - Pipe handles are non-negative ints. RX and RX/TX pipes and TX pipes
+ *    are distinct ranges: a handle of the wrong kind or of another device
+ *    gives ENSO_ERR_BAD_HANDLE. Null pointers give ENSO_ERR_INVALID.
+ *  - Using a device handle after enso_device_close() is undefined, as with
+ *    free().
+ *
+ * This header is written by hand; enso-c/tests/header.rs checks it against
+ * the library's definitions (functions, structures, constants).
+ */
+#ifndef ENSO_H
+#define ENSO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes. */
+#define ENSO_OK 0
+/* A null pointer, a string that is not UTF-8, or a value out of range. */
+#define ENSO_ERR_INVALID (-1)
+/* A pipe handle this device did not allocate, or of the wrong kind. */
+#define ENSO_ERR_BAD_HANDLE (-2)
+/* Nothing to do now: no pipe has data (enso_next_pipe_with_data). */
+#define ENSO_ERR_AGAIN (-3)
+/* The device refused the attachment or could not be reached. */
+#define ENSO_ERR_ATTACH (-4)
+/* Device options that cannot work. */
+#define ENSO_ERR_OPTIONS (-5)
+/* Mapping shared memory failed. */
+#define ENSO_ERR_IO (-6)
+/* Every RX (or RX/TX) pipe the handle reserved is in use. */
+#define ENSO_ERR_NO_PIPES (-7)
+/* Every TX pipe the handle reserved is in use. */
+#define ENSO_ERR_NO_TX_PIPES (-8)
+/* The device has no such port. */
+#define ENSO_ERR_NO_PORT (-9)
+/* The handle's DMA region has no room left. */
+#define ENSO_ERR_NO_MEMORY (-10)
+/* More bytes than were received (and not yet freed or sent). */
+#define ENSO_ERR_TOO_MANY_BYTES (-11)
+/* A byte count that is not a multiple of 64. */
+#define ENSO_ERR_UNALIGNED (-12)
+/* Bytes of this pipe are still being sent. */
+#define ENSO_ERR_IN_FLIGHT (-13)
+/* More bytes than a TX pipe holds. */
+#define ENSO_ERR_TOO_LARGE (-14)
+/* Sending more than the last enso_tx_buf reserved. */
+#define ENSO_ERR_NOT_RESERVED (-15)
+/* Batch bytes that are not frames, or a frame that cannot be written. */
+#define ENSO_ERR_MALFORMED (-16)
+/* The device stopped taking register writes or completing sends. */
+#define ENSO_ERR_STALLED (-17)
+/* The device is gone (stopped, or its process exited). */
+#define ENSO_ERR_GONE (-18)
+/* A bug in the library; close the device (it refuses further calls). */
+#define ENSO_ERR_INTERNAL (-19)
+
+/* An attachment to a device (opaque). */
+typedef struct EnsoDevice enso_device_t;
+
+/* Settings of a device handle; enso_device_options_default() fills in the
+ * defaults. */
+typedef struct enso_device_options {
+    uint32_t pipes;        /* RX and RX/TX pipes (default 16, at most 65535) */
+    uint32_t tx_pipes;     /* TX pipes (default 1, at most 65535) */
+    uint64_t tx_pipe_size; /* bytes per TX pipe: a power of two >= 4096 */
+    uint32_t tx_credits;   /* TX notifications in flight at most (>= 1) */
+    int32_t prefetch;      /* -1: the device's mode, 0: off, 1: on */
+} enso_device_options_t;
+
+/* Received bytes of one pipe: `len` bytes at `data`, frames back to back
+ * on 64 B boundaries. `next` is enso_batch_next()'s cursor. */
+typedef struct enso_batch {
+    uint8_t *data;
+    size_t len;
+    size_t next;
+} enso_batch_t;
+
+/* A flow rule, in host byte order (10.1.0.1 is 0x0a010001); protocol 6
+ * (TCP) or 17 (UDP); zero fields are wildcards. */
+typedef struct enso_flow_rule {
+    uint32_t src_ip;
+    uint32_t dst_ip;
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint8_t protocol;
+} enso_flow_rule_t;
+
+/* The library's counters of one device handle. */
+typedef struct enso_device_stats {
+    uint64_t notifications;
+    uint64_t notification_polls;
+    uint64_t head_writes;
+    uint64_t prefetches;
+    uint64_t tx_notifications;
+    uint64_t completions;
+    uint64_t mmio_writes;
+    uint64_t bogus_notifications;
+} enso_device_stats_t;
+
+/* ---- Errors and options ---- */
+
+/* A constant string naming `code` (never NULL). */
+const char *enso_strerror(int code);
+/* The message of this thread's last failed call ("" if none); valid until
+ * this thread's next failing call. */
+const char *enso_last_error(void);
+int enso_device_options_default(enso_device_options_t *opts);
+
+/* ---- Devices ---- */
+
+/* Attaches to the standalone device `name` in directory `dir` (NULL for
+ * /dev/shm) with `opts` (NULL for the defaults); stores the handle in *out. */
+int enso_device_open(const char *name, const char *dir, const enso_device_options_t *opts,
+                     enso_device_t **out);
+/* Detaches and frees the handle (NULL does nothing). Sends not completed
+ * may be discarded: wait for enso_tx_in_flight() == 0 first. */
+int enso_device_close(enso_device_t *dev);
+/* The number of ports of the device. */
+int enso_device_port_count(enso_device_t *dev);
+/* 0 while the device is there, ENSO_ERR_GONE once it has stopped. */
+int enso_device_check_alive(enso_device_t *dev);
+int enso_device_stats(enso_device_t *dev, enso_device_stats_t *stats);
+/* Automatic notification prefetching in enso_next_pipe_with_data(). */
+int enso_set_prefetch(enso_device_t *dev, int on);
+
+/* ---- Pipes and flow rules ---- */
+
+/* RX pipe receiving from `port`; `fallback` non-zero: it also gets the
+ * port's traffic that no flow rule matches. Returns the pipe handle. */
+int enso_rx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
+/* As enso_rx_pipe_alloc(), for an RX/TX pipe (enso_send_and_free()). */
+int enso_rxtx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
+/* A TX pipe of tx_pipe_size bytes. Returns the pipe handle. */
+int enso_tx_pipe_alloc(enso_device_t *dev);
+/* Steers traffic matching `rule` to an RX or RX/TX pipe. */
+int enso_bind(enso_device_t *dev, int pipe, const enso_flow_rule_t *rule);
+int enso_unbind(enso_device_t *dev, int pipe, const enso_flow_rule_t *rule);
+/* Fallback pipes of `pipe`'s port chosen by round robin (rr != 0) or by
+ * flow hash (rr == 0, the default); the policy is the port's. */
+int enso_set_fallback_round_robin(enso_device_t *dev, int pipe, int rr);
+
+/* ---- Receiving ---- */
+
+/* A pipe with received data (its handle), or ENSO_ERR_AGAIN. */
+int enso_next_pipe_with_data(enso_device_t *dev);
+/* Everything the pipe holds and has not handed out (len may be 0). The
+ * bytes are consumed, stay valid until freed or sent, and may be changed
+ * in place. */
+int enso_recv(enso_device_t *dev, int pipe, enso_batch_t *batch);
+/* As enso_recv() without consuming; enso_confirm() consumes part. */
+int enso_peek(enso_device_t *dev, int pipe, enso_batch_t *batch);
+int enso_confirm(enso_device_t *dev, int pipe, size_t bytes);
+/* Gives the last `bytes` consumed back: the next receive returns them. */
+int enso_unconsume(enso_device_t *dev, int pipe, size_t bytes);
+/* Hands the first `bytes` consumed (a multiple of 64) back to the NIC. */
+int enso_free(enso_device_t *dev, int pipe, size_t bytes);
+int enso_free_all(enso_device_t *dev, int pipe);
+/* Asks the NIC for a notification with the pipe's latest tail now. */
+int enso_prefetch(enso_device_t *dev, int pipe);
+/* The next frame of `batch`: 1 with *frame and *len set, 0 at the end,
+ * ENSO_ERR_MALFORMED (ending the iteration) at bytes that are not a frame.
+ * Frames are delimited as the Rust library's batches are: from their own
+ * headers (IPv4, IPv6, ARP, 802.3) or behind a marker flit. */
+int enso_batch_next(enso_batch_t *batch, uint8_t **frame, size_t *len);
+
+/* ---- Sending ---- */
+
+/* Sends the first `bytes` received and not yet sent of an RX/TX pipe, in
+ * place, on `port`; they are freed once the NIC has sent them. */
+int enso_send_and_free(enso_device_t *dev, int pipe, size_t bytes, uint32_t port);
+/* Skips `bytes` received and not yet sent of an RX/TX pipe (freed in
+ * order, after the sends before them). */
+int enso_discard(enso_device_t *dev, int pipe, size_t bytes);
+/* Reserves `len` bytes at the end of a TX pipe (waiting, bounded, for
+ * room); *buf is valid until the next enso_send() of the pipe. */
+int enso_tx_buf(enso_device_t *dev, int pipe, size_t len, uint8_t **buf);
+/* Sends the first `len` reserved bytes on `port`. */
+int enso_send(enso_device_t *dev, int pipe, size_t len, uint32_t port);
+int enso_tx_space(enso_device_t *dev, int pipe, size_t *space);
+/* Reclaims completed sends; returns how many completed. */
+int enso_reap_completions(enso_device_t *dev);
+/* Sends not yet completed by the NIC. */
+int enso_tx_in_flight(enso_device_t *dev);
+/* Writes a frame into `out` as a TX pipe needs it (behind a marker flit if
+ * no header states its length); returns the bytes used (a multiple of
+ * 64), or ENSO_ERR_MALFORMED (nothing written). */
+int enso_write_frame(uint8_t *out, size_t out_len, const uint8_t *frame, size_t frame_len);
+
+/* ---- Per-port settings ---- */
+
+/* Timestamping: offset 0..60 stamps sent frames with their send time and
+ * received ones with the round-trip time (ns, 32 bits) at that byte;
+ * a negative offset turns it off. */
+int enso_set_timestamping(enso_device_t *dev, uint32_t port, int offset);
+/* Bursts of `num` flits every `den` cycles of 200 MHz; 0/0 removes it. */
+int enso_set_rate_limit(enso_device_t *dev, uint32_t port, uint32_t num, uint32_t den);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENSO_H */

@@ -1,0 +1,349 @@
+//! The C interface against a live device, called from Rust: a standalone
+//! NIC in this process (listening on its control socket, as `nic-emu run`
+//! does) whose one port is a loopback, so that what a TX pipe sends comes
+//! back in and is steered to the pipes.
+
+use std::ffi::{CStr, CString};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use enso_c::*;
+use nic_emu::testframe::{FrameKind, TestFrames, DST_IP, DST_PORT};
+use nic_emu::{DeviceConfig, Nic, RunOptions, WireConfig};
+
+struct Setup {
+    nic: Nic,
+    dir: tempfile::TempDir,
+    name: CString,
+}
+
+fn loopback_device(tag: &str) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("c-{tag}-{}", std::process::id());
+    let mut cfg = DeviceConfig::new(&name, WireConfig::Loopback);
+    cfg.dir = dir.path().into();
+    let nic = Nic::start(
+        cfg,
+        RunOptions {
+            listen: true,
+            ..Default::default()
+        },
+    )
+    .expect("device starts");
+    Setup {
+        nic,
+        dir,
+        name: CString::new(name).unwrap(),
+    }
+}
+
+impl Setup {
+    fn open(&self, opts: Option<&EnsoDeviceOptions>) -> *mut EnsoDevice {
+        let dir = CString::new(self.dir.path().to_str().unwrap()).unwrap();
+        let mut dev = ptr::null_mut();
+        let opts = opts.map_or(ptr::null(), |o| o as *const _);
+        // SAFETY: valid strings, options and out pointer.
+        let rc = unsafe { enso_device_open(self.name.as_ptr(), dir.as_ptr(), opts, &mut dev) };
+        assert_eq!(rc, ENSO_OK, "open: {}", last_error());
+        assert!(!dev.is_null());
+        dev
+    }
+}
+
+fn last_error() -> String {
+    // SAFETY: a NUL-terminated string, valid until this thread's next failure.
+    unsafe { CStr::from_ptr(enso_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Test frame `seq` of flow `flow`, `len` bytes.
+fn frame(flow: u32, seq: u64, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; 2048];
+    let n = TestFrames::new(16, 0).build(FrameKind::Ipv4Udp, seq, flow, len, &mut f);
+    f.truncate(n);
+    f
+}
+
+/// Sends `frames` in one TX notification of TX pipe `tx`.
+fn send_frames(dev: *mut EnsoDevice, tx: i32, frames: &[Vec<u8>]) {
+    let total: usize = frames.iter().map(|f| f.len().next_multiple_of(64)).sum();
+    let mut buf = ptr::null_mut();
+    // SAFETY: a live device; `buf` receives a span of `total` bytes.
+    assert_eq!(unsafe { enso_tx_buf(dev, tx, total, &mut buf) }, ENSO_OK);
+    let mut at = 0;
+    for f in frames {
+        // SAFETY: `buf + at` has `total - at` writable bytes; `f` is readable.
+        let n = unsafe { enso_write_frame(buf.add(at), total - at, f.as_ptr(), f.len()) };
+        assert_eq!(n as usize, f.len().next_multiple_of(64), "{}", last_error());
+        at += n as usize;
+    }
+    // SAFETY: a live device.
+    let rc = unsafe { enso_send(dev, tx, at, 0) };
+    assert_eq!(rc, ENSO_OK, "{}", last_error());
+}
+
+/// Waits (bounded) for a pipe with data and receives its batch.
+fn recv_next(dev: *mut EnsoDevice) -> (i32, EnsoBatch) {
+    let start = Instant::now();
+    loop {
+        // SAFETY: a live device.
+        let p = unsafe { enso_next_pipe_with_data(dev) };
+        if p >= 0 {
+            let mut b = EnsoBatch {
+                data: ptr::null_mut(),
+                len: 0,
+                next: 0,
+            };
+            // SAFETY: a live device and a writable batch.
+            assert_eq!(unsafe { enso_recv(dev, p, &mut b) }, ENSO_OK);
+            return (p, b);
+        }
+        assert_eq!(p, ENSO_ERR_AGAIN, "{}", last_error());
+        assert!(start.elapsed() < Duration::from_secs(10), "nothing arrived");
+        std::hint::spin_loop();
+    }
+}
+
+/// The frames of a batch, copied.
+fn frames_of(b: &mut EnsoBatch) -> Vec<Vec<u8>> {
+    let mut out = vec![];
+    let (mut f, mut n) = (ptr::null_mut(), 0usize);
+    // SAFETY: a batch just received, not freed.
+    while unsafe { enso_batch_next(b, &mut f, &mut n) } == 1 {
+        // SAFETY: `enso_batch_next` gave `n` readable bytes at `f`.
+        out.push(unsafe { std::slice::from_raw_parts(f, n) }.to_vec());
+    }
+    out
+}
+
+fn rule(flow: u32) -> EnsoFlowRule {
+    EnsoFlowRule {
+        src_ip: 0,
+        dst_ip: DST_IP,
+        src_port: 0,
+        dst_port: DST_PORT + flow as u16,
+        protocol: 17,
+    }
+}
+
+#[test]
+fn frames_sent_from_a_tx_pipe_reach_the_bound_pipe_and_the_fallback_pipe() {
+    let s = loopback_device("steer");
+    let mut o = EnsoDeviceOptions {
+        pipes: 0,
+        tx_pipes: 0,
+        tx_pipe_size: 0,
+        tx_credits: 0,
+        prefetch: 0,
+    };
+    // SAFETY: a writable options struct.
+    assert_eq!(unsafe { enso_device_options_default(&mut o) }, ENSO_OK);
+    o.pipes = 2;
+    o.tx_pipe_size = 1 << 16;
+    let dev = s.open(Some(&o));
+    // SAFETY: `dev` is live and used by this thread only; every pointer
+    // passed is valid.
+    unsafe {
+        assert_eq!(enso_device_port_count(dev), 1);
+        let rx = enso_rx_pipe_alloc(dev, 0, 0);
+        let fb = enso_rxtx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        assert_eq!((rx, fb, tx), (0, 1, TX_HANDLE_BASE));
+        assert_eq!(enso_rx_pipe_alloc(dev, 0, 0), ENSO_ERR_NO_PIPES);
+        assert!(last_error().contains("no free RX pipe"), "{}", last_error());
+        assert_eq!(enso_tx_pipe_alloc(dev), ENSO_ERR_NO_TX_PIPES);
+        assert_eq!(enso_rx_pipe_alloc(dev, 1, 0), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_bind(dev, rx, &rule(3)), ENSO_OK);
+        assert_eq!(enso_next_pipe_with_data(dev), ENSO_ERR_AGAIN);
+
+        // Flow 3 goes to the bound pipe; flow 7 matches no rule.
+        let sent = vec![frame(3, 1, 64), frame(3, 2, 200), frame(7, 3, 64)];
+        send_frames(dev, tx, &sent);
+        let mut got = std::collections::BTreeMap::<i32, Vec<Vec<u8>>>::new();
+        while got.values().map(Vec::len).sum::<usize>() < 3 {
+            let (p, mut b) = recv_next(dev);
+            got.entry(p).or_default().extend(frames_of(&mut b));
+            assert_eq!(b.next, b.len, "walked the whole batch");
+            if p == rx {
+                assert_eq!(enso_free(dev, p, b.len), ENSO_OK);
+            } else {
+                // An RX/TX pipe's bytes not sent back are discarded.
+                assert_eq!(enso_discard(dev, p, b.len), ENSO_OK);
+            }
+        }
+        assert_eq!(got[&rx], sent[..2]);
+        assert_eq!(got[&fb], sent[2..]);
+
+        // Unbound, flow 3 falls back too.
+        assert_eq!(enso_unbind(dev, rx, &rule(3)), ENSO_OK);
+        send_frames(dev, tx, &[frame(3, 4, 64)]);
+        let (p, mut b) = recv_next(dev);
+        assert_eq!((p, frames_of(&mut b)), (fb, vec![frame(3, 4, 64)]));
+        // Sent back in place, it loops back into the fallback pipe.
+        assert_eq!(enso_send_and_free(dev, fb, b.len, 0), ENSO_OK);
+        let (p, mut b) = recv_next(dev);
+        assert_eq!((p, frames_of(&mut b)), (fb, vec![frame(3, 4, 64)]));
+        assert_eq!(enso_discard(dev, fb, b.len), ENSO_OK);
+
+        let mut st = EnsoDeviceStats::default();
+        assert_eq!(enso_device_stats(dev, &mut st), ENSO_OK);
+        assert!(st.notifications >= 3 && st.tx_notifications >= 4, "{st:?}");
+        let start = Instant::now();
+        while enso_tx_in_flight(dev) > 0 {
+            assert!(enso_reap_completions(dev) >= 0);
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "sends never completed"
+            );
+        }
+        let mut space = 0usize;
+        assert_eq!(enso_tx_space(dev, tx, &mut space), ENSO_OK);
+        assert_eq!(space, 1 << 16);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+    let stats = s.nic.stop();
+    assert_eq!(
+        stats.drops().values().sum::<u64>(),
+        0,
+        "{:?}",
+        stats.drops()
+    );
+}
+
+#[test]
+fn peek_confirm_and_free_follow_the_library() {
+    let s = loopback_device("peek");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        send_frames(dev, tx, &[frame(1, 1, 64), frame(1, 2, 64)]);
+        let start = Instant::now();
+        let mut b = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        while b.len < 128 {
+            assert_eq!(enso_peek(dev, rx, &mut b), ENSO_OK);
+            // Notifications are reactive: with one outstanding for the
+            // first frame, the NIC tells of the second when asked.
+            assert_eq!(enso_prefetch(dev, rx), ENSO_OK);
+            assert!(start.elapsed() < Duration::from_secs(10), "nothing arrived");
+        }
+        assert_eq!(b.len, 128);
+        // Peeking again gives the same bytes.
+        let first = b.data;
+        assert_eq!(enso_peek(dev, rx, &mut b), ENSO_OK);
+        assert_eq!((b.data, b.len), (first, 128));
+        assert_eq!(enso_confirm(dev, rx, 64), ENSO_OK);
+        assert_eq!(enso_confirm(dev, rx, 128), ENSO_ERR_TOO_MANY_BYTES);
+        // What is left starts at the second frame.
+        assert_eq!(enso_recv(dev, rx, &mut b), ENSO_OK);
+        assert_eq!((b.data, b.len), (first.add(64), 64));
+        assert_eq!(frames_of(&mut b), vec![frame(1, 2, 64)]);
+        assert_eq!(enso_unconsume(dev, rx, 64), ENSO_OK);
+        assert_eq!(enso_recv(dev, rx, &mut b), ENSO_OK);
+        assert_eq!((b.data, b.len), (first.add(64), 64));
+
+        assert_eq!(enso_free(dev, rx, 65), ENSO_ERR_UNALIGNED);
+        assert_eq!(enso_free(dev, rx, 64 * 3), ENSO_ERR_TOO_MANY_BYTES);
+        assert!(
+            last_error().contains("192 bytes asked for"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(enso_free(dev, rx, 64), ENSO_OK);
+        assert_eq!(enso_free_all(dev, rx), ENSO_OK);
+        assert_eq!(enso_recv(dev, rx, &mut b), ENSO_OK);
+        assert_eq!(b.len, 0);
+        assert_eq!(enso_prefetch(dev, rx), ENSO_OK);
+        assert_eq!(enso_set_prefetch(dev, 1), ENSO_OK);
+        assert_eq!(enso_set_fallback_round_robin(dev, rx, 1), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}
+
+#[test]
+fn handles_of_the_wrong_kind_and_bad_values_are_refused() {
+    let s = loopback_device("bad");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 0);
+        let tx = enso_tx_pipe_alloc(dev);
+        let mut b = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        let mut buf = ptr::null_mut();
+        for h in [tx, -5, 7, i32::MAX, i32::MIN] {
+            assert_eq!(enso_recv(dev, h, &mut b), ENSO_ERR_BAD_HANDLE, "{h}");
+            assert_eq!(enso_free(dev, h, 0), ENSO_ERR_BAD_HANDLE, "{h}");
+            assert_eq!(enso_bind(dev, h, &rule(1)), ENSO_ERR_BAD_HANDLE, "{h}");
+        }
+        for h in [rx, TX_HANDLE_BASE + 1, -1, i32::MIN] {
+            assert_eq!(
+                enso_tx_buf(dev, h, 64, &mut buf),
+                ENSO_ERR_BAD_HANDLE,
+                "{h}"
+            );
+            assert_eq!(enso_send(dev, h, 64, 0), ENSO_ERR_BAD_HANDLE, "{h}");
+        }
+        // An RX pipe cannot send in place.
+        assert_eq!(enso_send_and_free(dev, rx, 0, 0), ENSO_ERR_BAD_HANDLE);
+        assert!(
+            last_error().contains("not an RX/TX pipe"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(enso_discard(dev, rx, 0), ENSO_ERR_BAD_HANDLE);
+        // Null out-pointers.
+        assert_eq!(enso_recv(dev, rx, ptr::null_mut()), ENSO_ERR_INVALID);
+        assert_eq!(enso_tx_buf(dev, tx, 64, ptr::null_mut()), ENSO_ERR_INVALID);
+        assert_eq!(enso_bind(dev, rx, ptr::null()), ENSO_ERR_INVALID);
+        assert_eq!(enso_device_stats(dev, ptr::null_mut()), ENSO_ERR_INVALID);
+
+        // Sending: nothing reserved, too much, another port.
+        assert_eq!(enso_send(dev, tx, 64, 0), ENSO_ERR_NOT_RESERVED);
+        assert_eq!(enso_tx_buf(dev, tx, 4 << 20, &mut buf), ENSO_ERR_TOO_LARGE);
+        assert_eq!(enso_tx_buf(dev, tx, 64, &mut buf), ENSO_OK);
+        assert_eq!(enso_send(dev, tx, 128, 0), ENSO_ERR_NOT_RESERVED);
+        assert_eq!(enso_send(dev, tx, 64, 1), ENSO_ERR_NO_PORT);
+
+        // Per-port settings.
+        assert_eq!(enso_set_timestamping(dev, 1, 0), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_set_timestamping(dev, 0, 61), ENSO_ERR_INVALID);
+        assert_eq!(enso_set_timestamping(dev, 0, 18), ENSO_OK);
+        assert_eq!(enso_set_timestamping(dev, 0, -1), ENSO_OK);
+        assert_eq!(enso_set_rate_limit(dev, 0, 1, 0), ENSO_ERR_INVALID);
+        assert_eq!(enso_set_rate_limit(dev, 0, 0, 5), ENSO_ERR_INVALID);
+        assert_eq!(enso_set_rate_limit(dev, 2, 744, 1000), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_set_rate_limit(dev, 0, 744, 1000), ENSO_OK);
+        assert_eq!(enso_set_rate_limit(dev, 0, 0, 0), ENSO_OK);
+
+        assert_eq!(enso_device_check_alive(dev), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}
+
+#[test]
+fn a_second_device_handle_has_its_own_pipes() {
+    let s = loopback_device("two");
+    let a = s.open(None);
+    let b = s.open(None);
+    // SAFETY: both live, used by this thread only.
+    unsafe {
+        assert_eq!(enso_rx_pipe_alloc(a, 0, 0), 0);
+        assert_eq!(enso_rx_pipe_alloc(a, 0, 0), 1);
+        // Handles are per device: b has no pipe 1 yet.
+        assert_eq!(enso_free_all(b, 1), ENSO_ERR_BAD_HANDLE);
+        assert_eq!(enso_rx_pipe_alloc(b, 0, 0), 0);
+        assert_eq!(enso_device_close(a), ENSO_OK);
+        assert_eq!(enso_free_all(b, 0), ENSO_OK);
+        assert_eq!(enso_device_close(b), ENSO_OK);
+    }
+}
