@@ -579,6 +579,43 @@ pub fn expected_trials(plan: &LatencyPlan) -> u64 {
     (plan.strategies.len() as u64) * (1 + search + plan.loads_pct.len() as u64)
 }
 
+/// The RTT chart: p50 (solid, dots) and p99 (dashed, triangles) per
+/// strategy on a log axis in µs, points measured on shared cores ringed.
+pub fn rtt_chart(results: &[StrategyResult]) -> crate::plot::LineChart {
+    let first = results.first();
+    let title = format!(
+        "Echo RTT, p50 and p99 (µs, log axis) vs offered load (Mpps): {} B, {} ns interconnect, cores {}",
+        first.map_or(0, |r| r.pkt_size),
+        first.map_or(0, |r| r.interconnect_latency_ns),
+        first.map_or("?", |r| r.placement.as_str()),
+    );
+    let mut chart =
+        crate::plot::LineChart::new(&title, "offered load (Mpps)", "round-trip time (µs)")
+            .log_y()
+            .flagged_label("measured on shared cores");
+    for (i, r) in results.iter().enumerate() {
+        for (pct, dashed) in [("p50", false), ("p99", true)] {
+            let mut points = Vec::new();
+            let mut flagged = Vec::new();
+            for p in &r.points {
+                let v = if dashed { p.p99_rtt_ns } else { p.p50_rtt_ns };
+                if let Some(v) = v.filter(|&v| v > 0) {
+                    if p.contended {
+                        flagged.push(points.len());
+                    }
+                    points.push((p.offered_mpps, v as f64 / 1e3));
+                }
+            }
+            let mut s = crate::plot::Series::new(format!("{} {pct}", r.strategy), points);
+            s.colour = Some(i);
+            s.dashed = dashed;
+            s.flagged = flagged;
+            chart = chart.push(s);
+        }
+    }
+    chart
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

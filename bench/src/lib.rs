@@ -81,6 +81,7 @@ pub mod pcie;
 #[allow(unsafe_code)]
 pub mod perf;
 pub mod plot;
+pub mod predict;
 pub mod progress;
 pub mod refring;
 pub mod results;

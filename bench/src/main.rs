@@ -53,6 +53,10 @@ enum Command {
     /// The applications (Maglev, telemetry, KV, log monitor) on both
     /// interfaces, alternating: throughput, app cost per unit, speedup.
     Apps(cli::apps::AppsArgs),
+    /// The performance model's predictions for the paper's hardware (PCIe
+    /// Gen3 x16, 100 GbE, one 3.1 GHz core) from counts measured here,
+    /// against the paper's numbers.
+    Predict(cli::predict::PredictArgs),
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
@@ -196,6 +200,7 @@ impl Command {
                 cli::apps::check(a, given)?;
                 cli::check_out(&a.out)
             }
+            Command::Predict(a) => cli::predict::check(a),
             Command::All(a) => cli::all::check(a),
             Command::CacheWorker(_) => Ok(()),
         }
@@ -223,6 +228,7 @@ fn main() -> ExitCode {
         Command::CacheWorker(args) => cli::cache::worker(&args),
         Command::Latency(args) => cli::latency::run(&args),
         Command::Apps(args) => cli::apps::run(&args),
+        Command::Predict(args) => cli::predict::run(&args),
         Command::All(args) => cli::all::run(&args),
     };
     match outcome {

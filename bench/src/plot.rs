@@ -61,6 +61,16 @@ pub struct Series {
     pub name: String,
     /// Points, drawn in order.
     pub points: Vec<(f64, f64)>,
+    /// Colour index (default: the series' position).
+    #[serde(default)]
+    pub colour: Option<usize>,
+    /// Dashed line and triangle markers instead of a solid line and dots.
+    #[serde(default)]
+    pub dashed: bool,
+    /// Points to ring as suspect (for example, measured while the cores
+    /// were shared), by index into `points`.
+    #[serde(default)]
+    pub flagged: Vec<usize>,
 }
 
 impl Series {
@@ -69,6 +79,9 @@ impl Series {
         Series {
             name: name.into(),
             points,
+            colour: None,
+            dashed: false,
+            flagged: Vec::new(),
         }
     }
 }
@@ -86,6 +99,12 @@ pub struct LineChart {
     pub series: Vec<Series>,
     /// Log-scale x axis (packet sizes, offered loads).
     pub log_x: bool,
+    /// Log-scale y axis (latencies spanning decades).
+    #[serde(default)]
+    pub log_y: bool,
+    /// Legend entry for flagged points (none: no entry).
+    #[serde(default)]
+    pub flagged_label: Option<String>,
     /// Start the y axis at zero rather than at the smallest value.
     pub y_from_zero: bool,
     /// Where to label the x axis; by default the data's own x values on a
@@ -103,9 +122,30 @@ impl LineChart {
             y_label: y_label.to_string(),
             series: Vec::new(),
             log_x: false,
+            log_y: false,
+            flagged_label: None,
             y_from_zero: true,
             x_ticks: None,
         }
+    }
+
+    /// Adds a styled line (colour, dashes, flagged points).
+    pub fn push(mut self, series: Series) -> Self {
+        self.series.push(series);
+        self
+    }
+
+    /// Uses a log10 y axis, labelled at 1, 2, 5 x 10^k.
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self.y_from_zero = false;
+        self
+    }
+
+    /// Names flagged points in the legend.
+    pub fn flagged_label(mut self, label: &str) -> Self {
+        self.flagged_label = Some(label.to_string());
+        self
     }
 
     /// Labels the x axis at exactly these values.
@@ -173,6 +213,7 @@ impl LineChart {
         DB::ErrorType: 'static,
     {
         let tx = |x: f64| if self.log_x { x.log10() } else { x };
+        let ty = |y: f64| if self.log_y { y.log10() } else { y };
         let mut xs = Vec::new();
         let mut ys = Vec::new();
         for s in &self.series {
@@ -180,9 +221,12 @@ impl LineChart {
                 if self.log_x && x <= 0.0 {
                     return Err(PlotError::NonPositiveOnLogAxis(x));
                 }
+                if self.log_y && y <= 0.0 {
+                    return Err(PlotError::NonPositiveOnLogAxis(y));
+                }
                 if x.is_finite() && y.is_finite() {
                     xs.push(tx(x));
-                    ys.push(y);
+                    ys.push(ty(y));
                 }
             }
         }
@@ -215,7 +259,29 @@ impl LineChart {
         if ticks.is_some() {
             mesh.x_labels(0).disable_x_mesh();
         }
+        if self.log_y {
+            mesh.y_labels(0).disable_y_mesh();
+        }
         mesh.draw().map_err(draw_err)?;
+        if self.log_y {
+            let grid = RGBColor(0, 0, 0).mix(0.15);
+            let style =
+                TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Right, VPos::Center));
+            for t in decade_ticks(10f64.powf(y0), 10f64.powf(y1)) {
+                let v = t.log10();
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x0, v), (x1, v)],
+                        grid,
+                    )))
+                    .map_err(draw_err)?;
+                let (px, py) = chart.backend_coord(&(x0, v));
+                root.draw(&PathElement::new(vec![(px - 5, py), (px, py)], BLACK))
+                    .map_err(draw_err)?;
+                root.draw(&Text::new(format_num(t), (px - 8, py), style.clone()))
+                    .map_err(draw_err)?;
+            }
+        }
         if let Some(ticks) = ticks {
             let grid = RGBColor(0, 0, 0).mix(0.15);
             let style = TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Center, VPos::Top));
@@ -235,23 +301,64 @@ impl LineChart {
             }
         }
         for (i, s) in self.series.iter().enumerate() {
-            let c = colour(i);
+            let c = colour(s.colour.unwrap_or(i));
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .map(|&(x, y)| (tx(x), y))
+                .map(|&(x, y)| (tx(x), ty(y)))
+                .collect();
+            if s.dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), 8, 5, c.stroke_width(2)))
+                    .map_err(draw_err)?
+                    .label(&s.name)
+                    .legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new(vec![(0, 0), (7, 0)], c.stroke_width(2))
+                            + PathElement::new(vec![(12, 0), (20, 0)], c.stroke_width(2))
+                            + TriangleMarker::new((10, 0), 5, c.filled())
+                    });
+                chart
+                    .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 5, c.filled())))
+                    .map_err(draw_err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(draw_err)?
+                    .label(&s.name)
+                    .legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new(vec![(0, 0), (20, 0)], c.stroke_width(2))
+                            + Circle::new((10, 0), 3, c.filled())
+                    });
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .map_err(draw_err)?;
+            }
+            let flagged: Vec<(f64, f64)> = s
+                .flagged
+                .iter()
+                .filter_map(|&j| s.points.get(j))
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|&(x, y)| (tx(x), ty(y)))
                 .collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(draw_err)?
-                .label(&s.name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                .draw_series(
+                    flagged
+                        .into_iter()
+                        .map(|p| Circle::new(p, 8, BLACK.stroke_width(1))),
+                )
                 .map_err(draw_err)?;
+        }
+        if let Some(label) = &self.flagged_label {
+            if self.series.iter().any(|s| !s.flagged.is_empty()) {
+                chart
+                    .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+                    .map_err(draw_err)?
+                    .label(label)
+                    .legend(|(x, y)| Circle::new((x + 10, y), 7, BLACK.stroke_width(1)));
+            }
         }
         // Put the legend in the upper corner the lines leave free.
         let ends = |last: bool| -> f64 {
@@ -284,6 +391,25 @@ impl LineChart {
             .map_err(draw_err)?;
         Ok(())
     }
+}
+
+/// 1, 2, 5 x 10^k between `lo` and `hi` (both positive).
+fn decade_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
+        return ticks;
+    }
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let t = m * decade;
+            if (lo..=hi).contains(&t) {
+                ticks.push(t);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
 }
 
 /// One named set of bars, one value per category.

@@ -128,3 +128,36 @@ fn an_interrupted_apps_run_stops_cleanly_and_writes_no_results_directory() {
     assert!(!out.exists(), "an interrupted run left {}", out.display());
     assert_eq!(devices_of(pid), Vec::<String>::new());
 }
+
+#[test]
+fn predict_json_prints_rows_with_paper_numbers_and_sourced_parameters() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "predict",
+            "--json",
+            "--sizes",
+            "64,1518",
+            "--packets",
+            "5000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let with_paper: Vec<_> = rows.iter().filter(|r| r["paper"].is_number()).collect();
+    assert!(with_paper.len() >= 8, "{}", with_paper.len());
+    for r in &with_paper {
+        assert!(r["predicted"].as_f64().unwrap().is_finite(), "{r}");
+        assert!(r["error"].is_number() && r["bound_by"].is_string(), "{r}");
+    }
+    let params = v["parameters"].as_array().unwrap();
+    assert!(params
+        .iter()
+        .all(|p| p["source"].as_str().is_some_and(|s| !s.is_empty())));
+    assert!(v["held_out"].as_array().unwrap().len() == with_paper.len());
+}

@@ -382,24 +382,19 @@ pub(crate) fn save(
             .filter_map(|p| f(p).map(|v| (p.offered_mpps, v as f64)))
             .collect::<Vec<_>>()
     };
-    let mut chart = LineChart::new(
-        &format!(
-            "echo RTT vs offered load ({} B, {} ns interconnect)",
-            plan.rig.wire_size, plan.rig.interconnect_latency_ns
-        ),
-        "offered load (Mpps)",
-        "round-trip time (ns)",
-    );
+    let chart = latency::rtt_chart(results);
     let mut p99 = LineChart::new(
-        "p99 RTT vs offered load",
+        "p99 RTT (µs, log axis) vs offered load (Mpps)",
         "offered load (Mpps)",
-        "p99 RTT (ns)",
-    );
+        "p99 RTT (µs)",
+    )
+    .log_y();
     for r in results {
-        chart = chart
-            .series(&format!("{} p50", r.strategy), series(r, &|p| p.p50_rtt_ns))
-            .series(&format!("{} p99", r.strategy), series(r, &|p| p.p99_rtt_ns));
-        p99 = p99.series(&r.strategy, series(r, &|p| p.p99_rtt_ns));
+        let pts = series(r, &|p| p.p99_rtt_ns.filter(|&v| v > 0))
+            .into_iter()
+            .map(|(x, y)| (x, y / 1e3))
+            .collect();
+        p99 = p99.series(&r.strategy, pts);
     }
     dir.line_chart("rtt.svg", &chart)?;
     dir.line_chart("p99.svg", &p99)?;

@@ -14,6 +14,7 @@ pub(crate) mod cache;
 pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
+pub(crate) mod predict;
 
 /// The options given on the command line (clap ids), as opposed to left at
 /// their defaults: an option given where it has no effect is refused, not
