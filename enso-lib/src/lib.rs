@@ -135,6 +135,7 @@ pub mod device;
 pub mod error;
 pub mod hint;
 pub mod packetized;
+mod shared;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};

@@ -1,0 +1,155 @@
+//! Notifications: polling the RX notification ring, the queue of pipes
+//! with data, and notification prefetching.
+
+use std::sync::atomic::Ordering;
+
+use enso_abi::layout::{self, reg, reg_addr, signal, RxNotification, TxNotification, NOTIF_SLOT};
+
+use super::{Device, RxPipe, NOTIF_BATCH};
+use crate::error::{DeviceError, RecvError};
+
+impl Device {
+    #[inline]
+    pub(super) fn rx_notif(&self, i: u32) -> &RxNotification {
+        // SAFETY: the RX ring is `entries * NOTIF_SLOT` bytes at `rx_ring`,
+        // inside the mapped region (`check_info` at attach); `i` is masked to
+        // the ring; all fields are atomics.
+        unsafe {
+            &*(self
+                .region
+                .as_ptr()
+                .add(self.rx_ring + i as usize * NOTIF_SLOT)
+                as *const RxNotification)
+        }
+    }
+
+    #[inline]
+    pub(super) fn tx_notif(&self, i: u32) -> &TxNotification {
+        // SAFETY: as `rx_notif`, for the TX ring.
+        unsafe {
+            &*(self
+                .region
+                .as_ptr()
+                .add(self.tx_ring + i as usize * NOTIF_SLOT)
+                as *const TxNotification)
+        }
+    }
+
+    /// Consumes up to 64 RX notifications and reclaims TX completions.
+    /// Returns the number of RX notifications.
+    pub fn poll(&mut self) -> Result<usize, DeviceError> {
+        self.stats.notification_polls += 1;
+        let now = if self.stamp {
+            enso_abi::monotonic_ns()
+        } else {
+            0
+        };
+        let mut n = 0;
+        while n < NOTIF_BATCH {
+            let slot = self.rx_notif(self.rx_head);
+            // SYNC POINT C (Acquire): pairs with the NIC's Release store of
+            // `signal`; the pipe bytes up to `tail` are visible after it.
+            if slot.signal.load(Ordering::Acquire) != signal::DATA {
+                break;
+            }
+            if self.stamp && slot.visible_ns.load(Ordering::Relaxed) > now {
+                break; // still crossing the emulated interconnect
+            }
+            let pid = slot.pipe_id.load(Ordering::Relaxed);
+            let tail = slot.tail.load(Ordering::Relaxed);
+            slot.signal.store(signal::EMPTY, Ordering::Relaxed);
+            self.rx_head = (self.rx_head + 1) & self.ring_mask;
+            n += 1;
+            let idx = pid.wrapping_sub(self.info.pipe_base) as usize;
+            let Some(p) = self.pipes.get_mut(idx) else {
+                self.stats.bogus_notifications += 1;
+                continue;
+            };
+            // The NIC only ever moves a pipe's tail forwards, into the room
+            // software has freed. A tail behind the current one would hand
+            // out again bytes software has already taken or given back
+            // (which `take` turns into a slice): only a faulty or hostile
+            // device sends one.
+            let tail = tail & p.mask;
+            if tail.wrapping_sub(p.freed) & p.mask < p.tail.wrapping_sub(p.freed) & p.mask {
+                self.stats.bogus_notifications += 1;
+                continue;
+            }
+            p.tail = tail;
+            self.enqueue_ready(idx);
+        }
+        if n > 0 {
+            self.stats.notifications += n as u64;
+            let nb = layout::NBUF_QUEUE_BASE + self.info.nbuf_id;
+            self.mmio_write(reg_addr(nb, reg::RX_HEAD), self.rx_head)?;
+        }
+        self.reap_completions()?;
+        Ok(n as usize)
+    }
+
+    /// A pipe that has received data, in notification order (polls first).
+    /// With prefetching on, also asks the NIC for the next pipe's latest
+    /// notification.
+    pub fn next_pipe_with_data(&mut self) -> Result<Option<RxPipe>, DeviceError> {
+        // A pipe returned before but not fully consumed stays ready: its NIC
+        // notification was used up, so nothing else would bring it back.
+        if let Some(i) = self.last_ready.take() {
+            self.enqueue_ready(i);
+        }
+        if self.ready_len == 0 {
+            self.poll()?;
+        }
+        while self.ready_len > 0 {
+            let idx = self.ready[self.ready_head] as usize;
+            self.ready_head = (self.ready_head + 1) % self.ready.len();
+            self.ready_len -= 1;
+            let p = &mut self.pipes[idx];
+            p.queued = false;
+            if p.tail.wrapping_sub(p.consumed) & p.mask == 0 {
+                continue;
+            }
+            if self.prefetch {
+                let next = (idx + 1) % self.pipes.len();
+                self.prefetch_idx(next)?;
+            }
+            self.last_ready = Some(idx);
+            return Ok(Some(RxPipe {
+                dev: self.uid,
+                idx: idx as u32,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// Queues pipe `idx` for `next_pipe_with_data` if it has unconsumed data
+    /// and is not queued yet.
+    #[inline]
+    pub(super) fn enqueue_ready(&mut self, idx: usize) {
+        let p = &mut self.pipes[idx];
+        let mask = p.mask;
+        if !p.queued && p.tail.wrapping_sub(p.consumed) & mask != 0 {
+            p.queued = true;
+            let cap = self.ready.len();
+            self.ready[(self.ready_head + self.ready_len) % cap] = idx as u32;
+            self.ready_len += 1;
+        }
+    }
+
+    pub(super) fn prefetch_idx(&mut self, idx: usize) -> Result<(), DeviceError> {
+        let p = &self.pipes[idx];
+        let (id, head) = (p.id, p.freed);
+        self.stats.prefetches += 1;
+        self.mmio_write(reg_addr(id, reg::RX_HEAD), head)
+    }
+
+    /// Notification prefetching: rewrites the pipe's head with its unchanged
+    /// value, so the NIC sends a notification with its latest tail now.
+    pub fn prefetch(&mut self, pipe: impl Into<RxPipe>) -> Result<(), RecvError> {
+        let p = pipe.into();
+        if p.dev != self.uid {
+            return Err(RecvError::ForeignPipe);
+        }
+        self.prefetch_idx(p.idx as usize)?;
+        Ok(())
+    }
+}
