@@ -51,6 +51,7 @@ pub struct RxPipe {
 pub struct RxTxPipe(RxPipe);
 
 impl RxTxPipe {
+    /// The same pipe as an RX pipe (for calls that take any pipe).
     pub fn rx(self) -> RxPipe {
         self.0
     }
@@ -146,12 +147,19 @@ enum TxRecord {
 /// What the library counted (software's view).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceStats {
+    /// RX notifications consumed.
     pub notifications: u64,
+    /// Polls of the RX notification ring ([`Device::poll`]).
     pub notification_polls: u64,
+    /// Pipe head writes that freed bytes.
     pub head_writes: u64,
+    /// Head rewrites that asked for a notification (prefetching).
     pub prefetches: u64,
+    /// TX notifications sent (data and configuration).
     pub tx_notifications: u64,
+    /// TX notifications the NIC completed.
     pub completions: u64,
+    /// Register writes posted.
     pub mmio_writes: u64,
     /// Notifications naming a pipe this handle does not own, or moving a
     /// pipe's tail backwards (ignored).
@@ -222,6 +230,8 @@ impl Device {
         self.prefetch
     }
 
+    /// Turns automatic notification prefetching in
+    /// [`Device::next_pipe_with_data`] on or off.
     pub fn set_prefetch(&mut self, on: bool) {
         self.prefetch = on;
     }

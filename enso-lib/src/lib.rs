@@ -129,6 +129,8 @@
 //! generator at full speed) and a stepped engine, which runs the NIC only
 //! when the caller steps it (deterministic, for tests and profiles).
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod batch;
 pub mod device;

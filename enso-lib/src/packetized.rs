@@ -40,6 +40,7 @@ impl Mbuf {
     pub fn len(&self) -> usize {
         self.len as usize
     }
+    /// Whether the frame length is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -67,8 +68,11 @@ pub struct QueueId {
 const SENDABLE: std::ops::RangeInclusive<usize> =
     enso_abi::wire::MIN_FRAME..=enso_abi::wire::MAX_FRAME;
 
-/// DPDK's defaults.
+/// RX descriptors refilled (and the RX tail doorbell rung) at a time:
+/// DPDK's default `rx_free_thresh`.
 pub const RX_FREE_THRESH: u32 = 32;
+/// TX descriptors per report-status (RS) bit, and buffers reclaimed at a
+/// time: DPDK's default `tx_rs_thresh`.
 pub const TX_RS_THRESH: u32 = 32;
 
 impl Device {

@@ -20,9 +20,13 @@ pub(crate) fn rule_args(r: &FlowRule, pipe: u32) -> [u64; 5] {
 /// Per-queue counters (software's view).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct QueueStats {
+    /// Frames received ([`crate::Device::rx_burst`]).
     pub rx_packets: u64,
+    /// Their bytes.
     pub rx_bytes: u64,
+    /// Frames queued for sending ([`crate::Device::tx_burst`]).
     pub tx_packets: u64,
+    /// Their bytes.
     pub tx_bytes: u64,
     /// RX descriptors not refilled for want of a free buffer.
     pub rx_nombuf: u64,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use enso_abi::layout::{self, reg, reg_addr, signal, RxNotification, TxNotification, NOTIF_SLOT};
 
-use super::{Device, RxPipe, NOTIF_BATCH};
+use super::{Device, RxPipe, RxTxPipe, NOTIF_BATCH};
 use crate::error::{DeviceError, RecvError};
 
 impl Device {
@@ -90,35 +90,73 @@ impl Device {
     /// A pipe that has received data, in notification order (polls first).
     /// With prefetching on, also asks the NIC for the next pipe's latest
     /// notification.
+    ///
+    /// A pipe returned and not fully consumed (by [`Device::recv`]) before
+    /// the next call is returned again later: it stays ready. For a pipe of
+    /// either kind; [`Device::as_rxtx`] tells an RX/TX pipe, or see
+    /// [`Device::next_rxtx_pipe_with_data`].
     pub fn next_pipe_with_data(&mut self) -> Result<Option<RxPipe>, DeviceError> {
+        let idx = self.next_ready(false)?;
+        Ok(idx.map(|idx| RxPipe { dev: self.uid, idx }))
+    }
+
+    /// As [`Device::next_pipe_with_data`], but only RX/TX pipes: for
+    /// applications that send what they receive in place
+    /// ([`Device::send_and_free`]) and want the pipe as an [`RxTxPipe`]
+    /// without converting it. RX-only pipes with data are passed over and
+    /// stay ready, in their order, for [`Device::next_pipe_with_data`]:
+    /// nothing is lost by mixing the two calls. If every ready pipe is
+    /// RX-only it polls once more for RX/TX pipes before returning `None`.
+    pub fn next_rxtx_pipe_with_data(&mut self) -> Result<Option<RxTxPipe>, DeviceError> {
+        let idx = self.next_ready(true)?;
+        Ok(idx.map(|idx| RxTxPipe(RxPipe { dev: self.uid, idx })))
+    }
+
+    /// The index of the next ready pipe with data (RX/TX pipes only if
+    /// `rxtx_only`); see [`Device::next_pipe_with_data`].
+    fn next_ready(&mut self, rxtx_only: bool) -> Result<Option<u32>, DeviceError> {
         // A pipe returned before but not fully consumed stays ready: its NIC
         // notification was used up, so nothing else would bring it back.
         if let Some(i) = self.last_ready.take() {
             self.enqueue_ready(i);
         }
-        if self.ready_len == 0 {
+        let mut polled = self.ready_len == 0;
+        if polled {
             self.poll()?;
         }
-        while self.ready_len > 0 {
-            let idx = self.ready[self.ready_head] as usize;
-            self.ready_head = (self.ready_head + 1) % self.ready.len();
-            self.ready_len -= 1;
-            let p = &mut self.pipes[idx];
-            p.queued = false;
-            if p.tail.wrapping_sub(p.consumed) & p.mask == 0 {
-                continue;
+        loop {
+            // One lap of the ready pipes: RX-only pipes passed over go back
+            // to the end, so the lap ends where it started.
+            let mut lap = self.ready_len;
+            while lap > 0 {
+                lap -= 1;
+                let idx = self.ready[self.ready_head] as usize;
+                self.ready_head = (self.ready_head + 1) % self.ready.len();
+                self.ready_len -= 1;
+                let p = &mut self.pipes[idx];
+                p.queued = false;
+                if p.tail.wrapping_sub(p.consumed) & p.mask == 0 {
+                    continue;
+                }
+                if rxtx_only && !p.rxtx {
+                    self.enqueue_ready(idx);
+                    continue;
+                }
+                if self.prefetch {
+                    let next = (idx + 1) % self.pipes.len();
+                    self.prefetch_idx(next)?;
+                }
+                self.last_ready = Some(idx);
+                return Ok(Some(idx as u32));
             }
-            if self.prefetch {
-                let next = (idx + 1) % self.pipes.len();
-                self.prefetch_idx(next)?;
+            // Only RX-only pipes were ready: new notifications may name an
+            // RX/TX pipe.
+            if !rxtx_only || polled {
+                return Ok(None);
             }
-            self.last_ready = Some(idx);
-            return Ok(Some(RxPipe {
-                dev: self.uid,
-                idx: idx as u32,
-            }));
+            polled = true;
+            self.poll()?;
         }
-        Ok(None)
     }
 
     /// Queues pipe `idx` for `next_pipe_with_data` if it has unconsumed data
