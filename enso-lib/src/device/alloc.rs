@@ -94,7 +94,7 @@ impl Device {
     /// Allocates a *stream pipe* on `port`: the NIC appends the UDP payload
     /// of each frame, back to back with byte granularity, so a message
     /// stream split over frames is contiguous in the pipe. [`Device::recv`]
-    /// returns those bytes ([`RxBatch::bytes`]); [`Device::free`] takes any
+    /// returns those bytes ([`RxBatch::bytes`](crate::RxBatch::bytes)); [`Device::free`] takes any
     /// byte count (leave an unfinished message in place). Notifications are
     /// reactive: the NIC tells software about new bytes when the head is
     /// written, so a reader that frees nothing (it holds only part of a
