@@ -36,25 +36,36 @@ impl<F: FnMut(&mut [u8]) -> Verdict> PacketHandler for F {
 /// What a driver counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DriverStats {
+    /// Frames handed to the handler.
     pub frames: u64,
+    /// Their bytes (frame lengths).
     pub bytes: u64,
+    /// Frames the handler forwarded ([`Verdict::Forward`]) and were sent.
     pub forwarded: u64,
+    /// Frames the handler consumed (and forwards from RX-only pipes).
     pub consumed: u64,
+    /// Frames the handler dropped.
     pub dropped: u64,
+    /// Batches (or bursts) handled.
     pub batches: u64,
 }
 
 /// Why a driver stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// Receiving failed.
     #[error(transparent)]
     Recv(#[from] RecvError),
+    /// Sending failed.
     #[error(transparent)]
     Send(#[from] SendError),
+    /// Freeing failed.
     #[error(transparent)]
     Free(#[from] FreeError),
+    /// A pipe held bytes that are not frames.
     #[error("pipe bytes are not frames: {0}")]
     Corrupt(enso_abi::wire::FrameError),
 }
@@ -70,13 +81,18 @@ pub enum DriverError {
 /// consumed.
 #[derive(Debug)]
 pub struct EnsoDriver {
+    /// The device handle the driver polls (usable directly, e.g. to bind
+    /// flows to its pipes).
     pub dev: Device,
+    /// What the driver counted.
     pub stats: DriverStats,
     /// The port each pipe serves (sends go back out of it).
     ports: std::collections::HashMap<crate::RxPipe, u32>,
 }
 
 impl EnsoDriver {
+    /// A driver over `dev`, with no pipes yet (see
+    /// [`EnsoDriver::add_fallback_pipes`]).
     pub fn new(dev: Device) -> Self {
         Self {
             dev,
@@ -224,7 +240,9 @@ impl EnsoDriver {
 /// the rest to the pool.
 #[derive(Debug)]
 pub struct PacketizedDriver {
+    /// The device handle the driver polls.
     pub dev: Device,
+    /// What the driver counted.
     pub stats: DriverStats,
     queues: Vec<QueueId>,
     next: usize,

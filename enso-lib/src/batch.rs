@@ -9,8 +9,36 @@
 
 use enso_abi::wire::{self, FrameError, FLIT};
 
-/// Received bytes of one pipe, borrowed until freed or sent.
+/// Received bytes of one pipe, borrowed from the [`Device`](crate::Device)
+/// until dropped.
+///
+/// # Freeing is explicit
+///
+/// A batch from [`Device::recv`](crate::Device::recv) *consumes* its bytes:
+/// the next `recv` on the pipe hands out only bytes that arrived after
+/// them. Dropping the batch does **not** give them back to the NIC: they
+/// stay consumed but not freed, the pipe's head does not move, and once
+/// the pipe is full the NIC drops whole frames (counted as `pipe_full`).
+/// After dropping the batch, hand its bytes back with one of:
+///
+/// * [`Device::free`](crate::Device::free)`(pipe, batch_len)` or
+///   [`Device::free_all`](crate::Device::free_all)`(pipe)` (everything
+///   consumed so far): one head write;
+/// * [`Device::send_and_free`](crate::Device::send_and_free) on an RX/TX
+///   pipe: sent in place, freed when the NIC completes the send;
+/// * [`Device::discard`](crate::Device::discard) on an RX/TX pipe with
+///   sends in flight: freed in order behind them;
+/// * [`Device::unconsume`](crate::Device::unconsume): not freed, but handed
+///   out again by the next `recv`.
+///
+/// A batch from [`Device::peek`](crate::Device::peek) consumes nothing:
+/// dropping it leaves its bytes to the next `peek` or `recv`
+/// ([`Device::confirm`](crate::Device::confirm) consumes part of it).
+///
+/// The batch borrows the device mutably, so it must be dropped (or go out
+/// of scope) before any of these calls; take its length first.
 #[derive(Debug)]
+#[must_use = "a received batch's bytes stay consumed and are not freed until free/free_all/send_and_free is called for them"]
 pub struct RxBatch<'a> {
     pub(crate) data: &'a mut [u8],
 }
@@ -21,6 +49,7 @@ impl<'a> RxBatch<'a> {
         self.data.len()
     }
 
+    /// Whether the batch holds no bytes (nothing was received).
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
@@ -120,6 +149,7 @@ impl<'a> PacketsMut<'a> {
         self.base
     }
 
+    /// Why iteration stopped early, if it did: bytes that are not a frame.
     pub fn error(&self) -> Option<FrameError> {
         self.error
     }

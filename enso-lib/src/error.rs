@@ -12,6 +12,7 @@ pub enum AttachError {
     /// Options that cannot work (e.g. zero credits).
     #[error("bad options: {0}")]
     Options(String),
+    /// The device stalled while the handle was set up, or is gone.
     #[error(transparent)]
     Stalled(#[from] DeviceError),
 }
@@ -40,6 +41,7 @@ pub enum AllocError {
     /// Mapping the pipe failed.
     #[error("mapping the pipe: {0}")]
     Map(String),
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
 }
@@ -48,8 +50,11 @@ pub enum AllocError {
 /// or is gone.
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone, Copy)]
 pub enum DeviceError {
+    /// The NIC stopped taking register writes (the posted-write queue
+    /// did not drain).
     #[error("device stalled: posted-write queue did not drain")]
     MmioStalled,
+    /// The NIC stopped completing TX notifications.
     #[error("device stalled: TX notifications are not being completed")]
     TxStalled,
     /// The device is gone: a standalone device closed the attachment (its
@@ -62,14 +67,25 @@ pub enum DeviceError {
 /// Handing received bytes back failed; nothing was freed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FreeError {
+    /// The pipe (or queue) belongs to another device handle.
     #[error("the pipe belongs to another device")]
     ForeignPipe,
+    /// More bytes than the pipe holds in the state the call needs.
     #[error("{asked} bytes asked for, but only {available} are there (received and not yet freed, confirmed or returned)")]
-    MoreThanReceived { asked: usize, available: usize },
+    MoreThanReceived {
+        /// Bytes asked for.
+        asked: usize,
+        /// Bytes there.
+        available: usize,
+    },
+    /// A byte count that is not a whole number of flits (64 B).
     #[error("{0} bytes is not a multiple of 64")]
     Unaligned(usize),
+    /// Bytes of the pipe are still being sent: a free must wait for their
+    /// completions ([`crate::Device::discard`] frees in order behind them).
     #[error("bytes of this pipe are still being sent")]
     InFlight,
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
 }
@@ -77,22 +93,43 @@ pub enum FreeError {
 /// Sending failed; nothing was sent.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SendError {
+    /// The pipe (or queue) belongs to another device handle.
     #[error("the pipe belongs to another device")]
     ForeignPipe,
+    /// More bytes than the pipe holds in the state the call needs.
     #[error("sending {asked} bytes but only {available} were received and not sent")]
-    MoreThanReceived { asked: usize, available: usize },
+    MoreThanReceived {
+        /// Bytes asked for.
+        asked: usize,
+        /// Bytes there.
+        available: usize,
+    },
+    /// A byte count that is not a whole number of flits (64 B).
     #[error("{0} bytes is not a multiple of 64")]
     Unaligned(usize),
+    /// More bytes than the TX pipe holds.
     #[error("{asked} bytes do not fit in a TX pipe of {capacity}")]
-    TooLarge { asked: usize, capacity: usize },
+    TooLarge {
+        /// Bytes asked for.
+        asked: usize,
+        /// The TX pipe's size.
+        capacity: usize,
+    },
     /// [`crate::Device::send`] of more bytes than the last
     /// [`crate::Device::tx_buf`] span (0 after a send).
     #[error(
         "sending {asked} bytes but only {reserved} were reserved with tx_buf since the last send"
     )]
-    NotReserved { asked: usize, reserved: usize },
+    NotReserved {
+        /// Bytes to send.
+        asked: usize,
+        /// Bytes the last `tx_buf` reserved.
+        reserved: usize,
+    },
+    /// The device has no such port.
     #[error("no port {0}")]
     NoPort(u32),
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
 }
@@ -100,8 +137,10 @@ pub enum SendError {
 /// A receive call failed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecvError {
+    /// The pipe (or queue) belongs to another device handle.
     #[error("the pipe belongs to another device")]
     ForeignPipe,
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
 }
@@ -109,11 +148,78 @@ pub enum RecvError {
 /// A configuration request failed before reaching the NIC.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// The pipe (or queue) belongs to another device handle.
     #[error("the pipe belongs to another device")]
     ForeignPipe,
     /// A port, offset or rate out of range.
     #[error("value out of range")]
     BadValue,
+    /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
+}
+
+/// Any error of the library. Every per-operation error converts into it
+/// (`From`), so a function returning `Result<_, enso::Error>` can use `?`
+/// on every call; the per-operation error is kept inside, unchanged, and
+/// [`Error::device`] says whether the device itself failed.
+///
+/// ```
+/// use enso::{Device, DeviceOptions, RxTxPipe};
+///
+/// fn setup(dev: &mut Device) -> Result<RxTxPipe, enso::Error> {
+///     let pipe = dev.alloc_rxtx_pipe(true)?; // an AllocError
+///     dev.set_fallback_round_robin(pipe, true)?; // a ConfigError
+///     Ok(pipe)
+/// }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Opening or attaching failed.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    /// Allocating a pipe or queue failed.
+    #[error(transparent)]
+    Alloc(#[from] AllocError),
+    /// A receive call failed.
+    #[error(transparent)]
+    Recv(#[from] RecvError),
+    /// Handing received bytes back failed.
+    #[error(transparent)]
+    Free(#[from] FreeError),
+    /// Sending failed.
+    #[error(transparent)]
+    Send(#[from] SendError),
+    /// A configuration request failed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The device stalled or is gone.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// A packet handler's driver failed.
+    #[error(transparent)]
+    Driver(#[from] crate::app::DriverError),
+}
+
+impl Error {
+    /// The device's own failure behind this error (it stalled or is gone),
+    /// if that is what it was, whichever operation reported it.
+    pub fn device(&self) -> Option<DeviceError> {
+        use crate::app::DriverError as Dr;
+        match self {
+            Error::Device(e)
+            | Error::Attach(AttachError::Stalled(e))
+            | Error::Alloc(AllocError::Device(e))
+            | Error::Recv(RecvError::Device(e))
+            | Error::Free(FreeError::Device(e))
+            | Error::Send(SendError::Device(e))
+            | Error::Config(ConfigError::Device(e))
+            | Error::Driver(Dr::Device(e))
+            | Error::Driver(Dr::Recv(RecvError::Device(e)))
+            | Error::Driver(Dr::Send(SendError::Device(e)))
+            | Error::Driver(Dr::Free(FreeError::Device(e))) => Some(*e),
+            _ => None,
+        }
+    }
 }

@@ -28,6 +28,50 @@
 //! is reported by [`Device::check_alive`] as [`DeviceError::Gone`]; a loop
 //! that may wait for traffic forever should call it now and then.
 //!
+//! # Concepts
+//!
+//! * A **flit** is 64 bytes, the unit pipes count in; frames start on flit
+//!   boundaries.
+//! * A **pipe** is a ring the NIC writes received frames into, back to
+//!   back. The NIC writes at its **tail**; software reads from its **head**
+//!   and hands bytes back by writing the head ([`Device::free`]). One flit
+//!   is kept free; a full pipe drops whole frames (counted).
+//! * The **notification buffer** of a handle holds its RX notifications
+//!   ("pipe P's tail is now T", at most one outstanding per pipe, the next
+//!   one brought by a head write) and its TX notifications (what to send,
+//!   and configuration). [`Device::prefetch`] asks for a pipe's latest tail.
+//! * **RX/TX pipes** send received bytes back in place
+//!   ([`Device::send_and_free`]); **TX pipes** are rings to build frames in.
+//! * **Fallback** pipes receive what no flow rule ([`Device::bind`])
+//!   matches, shared by flow hash or round robin.
+//! * [`RxBatch`] is what [`Device::recv`] returns: the bytes count as
+//!   consumed and stay unfreed until freed or sent (see its documentation:
+//!   dropping it frees nothing).
+//! * Every operation has its own error type; all convert into [`Error`], so
+//!   an application can use `?` with `Result<_, enso::Error>`.
+//!
+//! # A first application
+//!
+//! An echo server against a device in another process, started with
+//! `nic-emu run --name dev0 --port generator:echo=0,inflight=256`:
+//!
+//! ```no_run
+//! use enso::{Device, DeviceOptions};
+//!
+//! fn main() -> Result<(), enso::Error> {
+//!     let mut dev = Device::open("dev0", DeviceOptions::default())?;
+//!     let pipe = dev.alloc_rxtx_pipe(true)?; // a fallback pipe: all traffic
+//!     loop {
+//!         let bytes = dev.recv(pipe)?.len(); // everything received, as one slice
+//!         if bytes == 0 {
+//!             dev.check_alive()?;
+//!             continue;
+//!         }
+//!         dev.send_and_free(pipe, bytes)?; // back out in place; freed on completion
+//!     }
+//! }
+//! ```
+//!
 //! # Echo over Ensō pipes
 //!
 //! An in-process NIC whose port 0 is its built-in generator: it sends
@@ -125,9 +169,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The `examples` directory has a rate loop ([`Device::attach_nic`] with a
-//! generator at full speed) and a stepped engine, which runs the NIC only
-//! when the caller steps it (deterministic, for tests and profiles).
+//! # Examples
+//!
+//! `enso-lib/examples/` (each takes `--device NAME` or `--in-process`, and
+//! `--json`; `enso-lib/README.md` says more): `echo` (RX/TX pipes,
+//! [`Device::next_rxtx_pipe_with_data`]), `l2_forward` (port 0 to port 1
+//! with MAC addresses swapped), `capture` (to a pcap file),
+//! `flow_and_fallback` (a bound flow and a fallback pipe), `rate` (a rate
+//! loop at full speed) and `stepped` (a stepped engine, which runs the NIC
+//! only when the caller steps it: deterministic, for tests and profiles).
+
+#![warn(missing_docs)]
 
 pub mod app;
 pub mod batch;
@@ -135,6 +187,7 @@ pub mod device;
 pub mod error;
 pub mod hint;
 pub mod packetized;
+mod shared;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};

@@ -16,6 +16,8 @@ use enso_abi::layout::{self, desc, reg, reg_addr, Descriptor, DESC_SLOT};
 
 use crate::device::Device;
 use crate::error::{AllocError, DeviceError, RecvError, SendError};
+pub use crate::shared::QueueStats;
+use crate::shared::QueueSw;
 
 /// A packet buffer handed out by the device (move-only: it is either owned
 /// by the application, posted to the NIC, or free in the pool). Give it back
@@ -38,6 +40,7 @@ impl Mbuf {
     pub fn len(&self) -> usize {
         self.len as usize
     }
+    /// Whether the frame length is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -61,56 +64,15 @@ pub struct QueueId {
     idx: u32,
 }
 
-/// Per-queue counters (software's view).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct QueueStats {
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    /// RX descriptors not refilled for want of a free buffer.
-    pub rx_nombuf: u64,
-    /// Frames `tx_burst` could not queue (ring full).
-    pub tx_full: u64,
-    /// Descriptors the NIC marked as refused or wrote back with a length
-    /// no buffer holds (RX), and buffers of another device (TX).
-    pub errors: u64,
-}
-
-#[derive(Debug)]
-pub(crate) struct QueueSw {
-    id: u32,
-    rx_ring: usize,
-    rx_mask: u32,
-    rx_next: u32,
-    rx_tail: u32,
-    rx_pending: u32,
-    rx_bufs: Box<[u32]>,
-    tx_ring: usize,
-    tx_mask: u32,
-    tx_tail: u32,
-    tx_free: u32,
-    tx_next_dd: u32,
-    tx_bufs: Box<[u32]>,
-    pub(crate) stats: QueueStats,
-}
-
-/// The buffer pool and queues of a device handle.
-#[derive(Debug, Default)]
-pub(crate) struct PktState {
-    pool_off: usize,
-    pool_len: u32,
-    free: Vec<u32>,
-    pub(crate) queues: Vec<QueueSw>,
-    tag: u32,
-}
-
 /// Frame lengths the wire carries.
 const SENDABLE: std::ops::RangeInclusive<usize> =
     enso_abi::wire::MIN_FRAME..=enso_abi::wire::MAX_FRAME;
 
-/// DPDK's defaults.
+/// RX descriptors refilled (and the RX tail doorbell rung) at a time:
+/// DPDK's default `rx_free_thresh`.
 pub const RX_FREE_THRESH: u32 = 32;
+/// TX descriptors per report-status (RS) bit, and buffers reclaimed at a
+/// time: DPDK's default `tx_rs_thresh`.
 pub const TX_RS_THRESH: u32 = 32;
 
 impl Device {
@@ -230,7 +192,7 @@ impl Device {
             .ok_or(crate::ConfigError::ForeignPipe)?;
         self.config_raw(
             layout::config::FLOW_BIND,
-            crate::device::rule_args(&rule, t),
+            crate::shared::rule_args(&rule, t),
         )?;
         Ok(())
     }

@@ -1,0 +1,101 @@
+//! Configuration notifications: flow binding, fallback policy,
+//! timestamping and rate limits.
+
+use std::sync::atomic::Ordering;
+
+use enso_abi::layout::{config, signal};
+
+use super::{Device, FlowRule, RxPipe, TxRecord};
+use crate::error::{ConfigError, DeviceError};
+use crate::shared::rule_args;
+
+impl Device {
+    pub(crate) fn config_raw(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+        self.config(id, args)
+    }
+
+    /// Sends a configuration notification (about `port` where that
+    /// matters).
+    pub(super) fn config_on(
+        &mut self,
+        id: u32,
+        args: [u64; 5],
+        port: u32,
+    ) -> Result<(), DeviceError> {
+        let slot = self.tx_slot()?;
+        let n = self.tx_notif(slot);
+        n.config_id.store(id, Ordering::Relaxed);
+        n.port.store(port, Ordering::Relaxed);
+        for (a, v) in n.args.iter().zip(args) {
+            a.store(v, Ordering::Relaxed);
+        }
+        n.signal.store(signal::CONFIG, Ordering::Relaxed);
+        self.tx_commit(slot, TxRecord::None);
+        self.flush_tx()
+    }
+
+    pub(super) fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+        self.config_on(id, args, 0)
+    }
+
+    /// Timestamping on `port`: with `Some(offset)`, frames sent on the port
+    /// carry their 32-bit send time (ns, CLOCK_MONOTONIC) at byte `offset`
+    /// (0..=60), and frames received on it carry the round-trip time (ns)
+    /// there instead. `None` turns it off.
+    pub fn set_timestamping(&mut self, port: u32, offset: Option<u8>) -> Result<(), ConfigError> {
+        if port as usize >= self.info.ports || offset.is_some_and(|o| o > 60) {
+            return Err(ConfigError::BadValue);
+        }
+        let args = [offset.is_some() as u64, offset.unwrap_or(0) as u64, 0, 0, 0];
+        self.config_on(config::TIMESTAMP, args, port)?;
+        Ok(())
+    }
+
+    /// Rate limit of what is sent on `port`: bursts of `num` flits every
+    /// `den` cycles of the NIC's 200 MHz clock (the real NIC's limiter; 64 B
+    /// line rate at 100 Gb/s is 744/1000). `None` removes the limit.
+    pub fn set_rate_limit(
+        &mut self,
+        port: u32,
+        limit: Option<(u32, u32)>,
+    ) -> Result<(), ConfigError> {
+        if port as usize >= self.info.ports || limit.is_some_and(|(n, d)| n == 0 || d == 0) {
+            return Err(ConfigError::BadValue);
+        }
+        let (n, d) = limit.unwrap_or((0, 0));
+        self.config_on(config::RATE_LIMIT, [n as u64, d as u64, 0, 0, 0], port)?;
+        Ok(())
+    }
+
+    /// Steers traffic matching `rule` to `pipe`.
+    pub fn bind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(config::FLOW_BIND, rule_args(&rule, id))?;
+        Ok(())
+    }
+
+    /// Removes a binding made with [`Device::bind`].
+    pub fn unbind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(config::FLOW_UNBIND, rule_args(&rule, id))?;
+        Ok(())
+    }
+
+    /// Makes the NIC choose among the fallback pipes (and RSS queues) of
+    /// `pipe`'s port by round robin (`true`) or by flow hash (`false`, the
+    /// default). The policy is the port's: it holds for pipes added later,
+    /// and for other applications' fallback pipes on that port. It does not
+    /// make `pipe` a fallback pipe.
+    pub fn set_fallback_round_robin(
+        &mut self,
+        pipe: impl Into<RxPipe>,
+        rr: bool,
+    ) -> Result<(), ConfigError> {
+        let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
+        self.config(
+            config::FALLBACK,
+            [config::FALLBACK_POLICY, id as u64, rr as u64, 0, 0],
+        )?;
+        Ok(())
+    }
+}
