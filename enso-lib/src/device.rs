@@ -220,6 +220,13 @@ impl Device {
         &self.info
     }
 
+    /// The MAC address of port `port` of the device (what a server answers
+    /// ARP and neighbour solicitations with), or `None` past its ports.
+    pub fn port_mac(&self, port: u32) -> Option<[u8; 6]> {
+        ((port as usize) < self.info.ports)
+            .then(|| enso_abi::devname::port_mac(&self.info.device, port as usize))
+    }
+
     /// Software-side counters.
     pub fn stats(&self) -> &DeviceStats {
         &self.stats

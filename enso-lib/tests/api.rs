@@ -158,3 +158,20 @@ fn every_error_converts_into_enso_error() {
     }
     assert_eq!(Error::from(ConfigError::BadValue).device(), None);
 }
+
+#[test]
+fn each_port_has_its_own_mac_and_none_is_given_past_the_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = DeviceConfig::new("macs", WireConfig::Null);
+    cfg.ports = vec![WireConfig::Null, WireConfig::Loopback];
+    cfg.dir = dir.path().to_path_buf();
+    cfg.pipe_size = 1 << 16;
+    cfg.notif_ring_entries = 256;
+    let mut e = Engine::new(cfg).unwrap();
+    let dev = Device::attach_engine(&mut e, opts(1)).unwrap();
+    let (a, b) = (dev.port_mac(0).unwrap(), dev.port_mac(1).unwrap());
+    assert_ne!(a, b);
+    assert_eq!(a[0] & 0b11, 0b10, "locally administered unicast");
+    assert_eq!(a, enso_abi::devname::port_mac("macs", 0));
+    assert_eq!(dev.port_mac(2), None);
+}
