@@ -200,3 +200,85 @@ fn echo_reflect_on_a_tap_port_answers_ping_and_udp_from_the_kernel() {
     let r = exercise(&ns, nic, server);
     check_report(&r);
 }
+
+#[test]
+fn a_capture_tcpreplay_sends_into_the_peer_end_is_counted_exactly_by_telemetry() {
+    if !preflight("tcpreplay telemetry", &["ip", "ethtool", "tcpreplay"]) {
+        return;
+    }
+    let nic_ns = Netns::new().unwrap();
+    let peer = Netns::new().unwrap();
+    let veth = Veth::new(&nic_ns, &peer).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 IPv4/UDP frames of 16 flows, 60 to 1514 bytes, as a pcap.
+    let n = 1000u64;
+    let tf = nic_emu::testframe::TestFrames::new(16, 1);
+    // pcap header: magic, version 2.4, zone, accuracy, snap length, Ethernet.
+    let mut pcap = Vec::new();
+    pcap.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    pcap.extend_from_slice(&[2, 0, 4, 0]);
+    for v in [0u32, 0, 65535, 1] {
+        pcap.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut buf = [0u8; 1536];
+    for i in 0..n {
+        let len = 60 + (i as usize * 97) % 1455;
+        let m = tf.build(
+            nic_emu::testframe::FrameKind::Ipv4Udp,
+            i,
+            (i % 16) as u32,
+            len,
+            &mut buf,
+        );
+        for v in [1u32, i as u32, m as u32, m as u32] {
+            pcap.extend_from_slice(&v.to_le_bytes());
+        }
+        pcap.extend_from_slice(&buf[..m]);
+    }
+    let file = dir.path().join("replay.pcap");
+    std::fs::write(&file, &pcap).unwrap();
+    let name = format!("rw-tr-{}", std::process::id());
+    let port = format!("afpacket:{}", veth.a());
+    let nic = nic_ns
+        .enter(|| device(&name, dir.path(), &port))
+        .unwrap()
+        .unwrap();
+    let server = Command::new(env!("CARGO_BIN_EXE_telemetry"))
+        .args(["--device", &name, "--dir"])
+        .arg(dir.path())
+        .args(["--json", "--duration-s", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_attached(&nic);
+    let (ok, text) = out(peer.exec(
+        "tcpreplay",
+        &[
+            "-q",
+            "--pps",
+            "20000",
+            "-i",
+            veth.b(),
+            file.to_str().unwrap(),
+        ],
+    ));
+    assert!(ok, "tcpreplay: {text}");
+    // Every frame arrives (bounded wait), then the server stops.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while nic.stats().ports[0].counters.rx_frames < n {
+        assert!(Instant::now() < deadline, "{:?}", nic.stats().ports[0]);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: a signal to a child we spawned and have not waited for.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let o = server.wait_with_output().unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    let s = nic.stop();
+    let p = &s.ports[0];
+    assert_eq!(p.counters.rx_frames, n, "{p:?}");
+    assert_eq!(p.wire_drops["kernel_drops"], 0);
+    assert_eq!(r["packets"].as_u64(), Some(n), "{r}");
+}
