@@ -24,6 +24,10 @@ mod desc;
 mod evict;
 use desc::DescQueue;
 
+// A generator's burst is sent inside one step into its port's wire FIFO:
+// the configuration's limit is what the FIFO holds.
+const _: () = assert!(crate::config::MAX_GENERATOR_BURST == port::WIRE_FIFO_FRAMES);
+
 /// Frames moved per port per step at most.
 const RX_BUDGET: usize = 64;
 /// A step that did at least this much work means the engine is saturated:
@@ -428,24 +432,7 @@ struct Ahead {
     chooser: Option<evict::AheadChooser>,
 }
 
-/// How the engine tells time for rate control.
-#[derive(Debug, Clone)]
-pub enum Clock {
-    /// CLOCK_MONOTONIC.
-    Monotonic,
-    /// Set by the caller (deterministic tests).
-    Manual(std::sync::Arc<std::sync::atomic::AtomicU64>),
-}
-
-impl Clock {
-    #[inline]
-    pub fn now_ns(&self) -> u64 {
-        match self {
-            Clock::Monotonic => crate::monotonic_ns(),
-            Clock::Manual(t) => t.load(Ordering::Relaxed),
-        }
-    }
-}
+pub use crate::clock::Clock;
 
 /// The emulated NIC.
 #[derive(Debug)]

@@ -21,6 +21,7 @@ pub use enso_abi::{layout, shm, wire};
 
 pub mod args;
 pub mod cleanup;
+pub mod clock;
 pub mod config;
 pub mod cores;
 pub mod counters;
