@@ -245,3 +245,43 @@ fn first_free_run(used: &[bool], n: usize) -> Option<usize> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::first_free_run;
+
+    #[test]
+    fn first_free_run_finds_the_lowest_run_long_enough() {
+        assert_eq!(first_free_run(&[false; 4], 2), Some(0));
+        assert_eq!(
+            first_free_run(&[true, false, true, false, false], 2),
+            Some(3)
+        );
+        assert_eq!(
+            first_free_run(&[true, false, true, false, false], 1),
+            Some(1)
+        );
+        assert_eq!(
+            first_free_run(&[false, true, false, false, false], 3),
+            Some(2)
+        );
+        // A run of exactly the length at the very end.
+        assert_eq!(first_free_run(&[true, true, false, false], 2), Some(2));
+    }
+
+    #[test]
+    fn first_free_run_refuses_what_does_not_fit() {
+        assert_eq!(first_free_run(&[true, false, true, false], 2), None);
+        assert_eq!(first_free_run(&[true; 3], 1), None);
+        assert_eq!(first_free_run(&[false; 3], 4), None);
+        assert_eq!(first_free_run(&[], 1), None);
+    }
+
+    #[test]
+    fn first_free_run_of_nothing_is_at_zero() {
+        // An application asking for no descriptor queues gets base 0
+        // and reserves nothing, even where everything is taken.
+        assert_eq!(first_free_run(&[true; 3], 0), Some(0));
+        assert_eq!(first_free_run(&[], 0), Some(0));
+    }
+}

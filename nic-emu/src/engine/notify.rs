@@ -162,3 +162,19 @@ fn push_rx_notif(
     app.counters.rx_notifications += 1;
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    use super::visible_at;
+    use crate::clock::Clock;
+
+    #[test]
+    fn a_notification_is_visible_at_once_without_an_interconnect() {
+        let clock = Clock::Manual(Arc::new(AtomicU64::new(1_000)));
+        assert_eq!(visible_at(&clock, 0), 0);
+        assert_eq!(visible_at(&clock, 250), 1_250);
+    }
+}

@@ -408,3 +408,90 @@ fn udp_payload(frame: &[u8]) -> Option<&[u8]> {
     };
     frame.get(start..end)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::udp_payload;
+    use crate::wire::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, PROTO_TCP, PROTO_UDP};
+
+    /// An untagged IPv4 UDP frame carrying `payload`, padded to `pad_to`.
+    fn v4(payload: &[u8], pad_to: usize) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 20 + 8];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f[14] = 0x45;
+        let tot = (20 + 8 + payload.len()) as u16;
+        f[16..18].copy_from_slice(&tot.to_be_bytes());
+        f[23] = PROTO_UDP;
+        f.extend_from_slice(payload);
+        f.resize(f.len().max(pad_to), 0xee);
+        f
+    }
+
+    fn v6(payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40 + 8];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        f[14] = 0x60;
+        let plen = (8 + payload.len()) as u16;
+        f[18..20].copy_from_slice(&plen.to_be_bytes());
+        f[20] = PROTO_UDP;
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn the_udp_payload_ends_where_the_ip_length_says() {
+        // A short datagram in a minimum-size frame: the padding is not
+        // payload.
+        let f = v4(b"hello", 60);
+        assert_eq!(f.len(), 60);
+        assert_eq!(udp_payload(&f), Some(&b"hello"[..]));
+        assert_eq!(udp_payload(&v4(&[7u8; 1000], 0)), Some(&[7u8; 1000][..]));
+        assert_eq!(udp_payload(&v4(b"", 60)), Some(&b""[..]));
+        assert_eq!(udp_payload(&v6(b"over six")), Some(&b"over six"[..]));
+    }
+
+    #[test]
+    fn ip_options_move_the_payload() {
+        let mut f = v4(b"", 0);
+        // IHL 6: 4 bytes of options before the UDP header.
+        f[14] = 0x46;
+        f.splice(34..34, [1u8, 1, 1, 1]);
+        f.extend_from_slice(b"data");
+        f[16..18].copy_from_slice(&(24u16 + 8 + 4).to_be_bytes());
+        assert_eq!(udp_payload(&f), Some(&b"data"[..]));
+    }
+
+    #[test]
+    fn what_is_not_a_whole_udp_datagram_has_no_payload() {
+        let mut tcp = v4(b"hello", 60);
+        tcp[23] = PROTO_TCP;
+        assert_eq!(udp_payload(&tcp), None);
+        let mut tcp6 = v6(b"hello");
+        tcp6[20] = PROTO_TCP;
+        assert_eq!(udp_payload(&tcp6), None);
+        // A header length below 20 bytes.
+        let mut short_ihl = v4(b"hello", 60);
+        short_ihl[14] = 0x44;
+        assert_eq!(udp_payload(&short_ihl), None);
+        // A total length shorter than the headers.
+        let mut short_tot = v4(b"hello", 60);
+        short_tot[16..18].copy_from_slice(&27u16.to_be_bytes());
+        assert_eq!(udp_payload(&short_tot), None);
+        let mut short_plen = v6(b"hello");
+        short_plen[18..20].copy_from_slice(&7u16.to_be_bytes());
+        assert_eq!(udp_payload(&short_plen), None);
+        // A length beyond the frame's end.
+        let mut long_tot = v4(b"hello", 0);
+        long_tot[16..18].copy_from_slice(&100u16.to_be_bytes());
+        assert_eq!(udp_payload(&long_tot), None);
+        // Tagged (VLAN) or another ethertype, and frames cut short.
+        let mut vlan = v4(b"hello", 60);
+        vlan[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        assert_eq!(udp_payload(&vlan), None);
+        let f = v4(b"hello", 60);
+        for cut in [0, 12, 13, 20, 33] {
+            assert_eq!(udp_payload(&f[..cut]), None, "cut at {cut}");
+        }
+        assert_eq!(udp_payload(&v6(b"x")[..53]), None);
+    }
+}

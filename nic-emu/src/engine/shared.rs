@@ -298,7 +298,7 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::overlaps_sorted;
+    use super::{copy_bytes, overlaps_sorted};
 
     #[test]
     fn tx_data_is_placed_against_rx_pipe_spans() {
@@ -324,5 +324,19 @@ mod tests {
             assert!(!overlaps_sorted(&spans, off, len), "{off}+{len}");
         }
         assert!(!overlaps_sorted(&[], 0, 64));
+    }
+
+    #[test]
+    fn copy_bytes_copies_exactly_n_bytes_at_every_length() {
+        let src: Vec<u8> = (0..130u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        // Lengths around the inline 32..=64 window and a few beyond.
+        for n in 0..=130 {
+            let mut dst = vec![0xccu8; n + 2];
+            // SAFETY: `src` holds 130 >= n bytes and `dst[1..]` n + 1; the
+            // two are separate allocations.
+            unsafe { copy_bytes(src.as_ptr(), dst.as_mut_ptr().add(1), n) };
+            assert_eq!(&dst[1..1 + n], &src[..n], "n = {n}");
+            assert_eq!((dst[0], dst[n + 1]), (0xcc, 0xcc), "n = {n}: wrote outside");
+        }
     }
 }

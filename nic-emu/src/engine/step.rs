@@ -450,3 +450,36 @@ fn poll_flits(cfg: &DeviceConfig) -> u64 {
     }
     n
 }
+
+#[cfg(test)]
+mod tests {
+    use super::poll_flits;
+    use crate::config::{DeviceConfig, GeneratorConfig, WireConfig};
+
+    #[test]
+    fn a_saturated_engine_looks_at_registers_within_an_eighth_of_a_pipe() {
+        let mut cfg = DeviceConfig::new("t", WireConfig::Null);
+        cfg.pipe_size = 1 << 20; // 16384 flits: an eighth is 2048
+        cfg.register_poll_flits = 1024;
+        assert_eq!(poll_flits(&cfg), 1024);
+        cfg.register_poll_flits = 100_000;
+        assert_eq!(poll_flits(&cfg), 2048);
+    }
+
+    #[test]
+    fn and_within_a_quarter_of_any_generators_window() {
+        let mut cfg = DeviceConfig::new("t", WireConfig::Null);
+        cfg.pipe_size = 1 << 20;
+        cfg.register_poll_flits = 1024;
+        let window = |w| {
+            WireConfig::Generator(GeneratorConfig {
+                max_in_flight: w,
+                ..GeneratorConfig::default()
+            })
+        };
+        cfg.ports = vec![window(None), window(Some(400)), window(Some(2_000))];
+        assert_eq!(poll_flits(&cfg), 100);
+        cfg.ports = vec![WireConfig::Loopback, window(None)];
+        assert_eq!(poll_flits(&cfg), 1024);
+    }
+}

@@ -336,3 +336,35 @@ fn stamp_tx(frame: &mut [u8], ts: Option<usize>, clock: &Clock, step_now: u64) -
     }
     now
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    use super::stamp_tx;
+    use crate::clock::Clock;
+
+    #[test]
+    fn without_timestamping_a_frame_leaves_at_the_step_time_untouched() {
+        let clock = Clock::Manual(Arc::new(AtomicU64::new(9_999)));
+        let mut frame = [0xabu8; 64];
+        assert_eq!(stamp_tx(&mut frame, None, &clock, 77), 77);
+        assert_eq!(frame, [0xab; 64]);
+    }
+
+    #[test]
+    fn with_timestamping_the_frame_carries_its_own_send_time() {
+        let t = (5u64 << 32) | 0x0102_0304;
+        let clock = Clock::Manual(Arc::new(AtomicU64::new(t)));
+        let mut frame = [0u8; 64];
+        assert_eq!(stamp_tx(&mut frame, Some(60), &clock, 77), t);
+        // The low 32 bits, little-endian, at the offset; nothing else.
+        assert_eq!(frame[60..], [4, 3, 2, 1]);
+        assert!(frame[..60].iter().all(|&b| b == 0));
+        // Too short for the stamp: the time is still the frame's own.
+        let mut short = [0u8; 63];
+        assert_eq!(stamp_tx(&mut short, Some(60), &clock, 77), t);
+        assert_eq!(short, [0; 63]);
+    }
+}
