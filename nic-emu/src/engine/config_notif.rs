@@ -31,13 +31,7 @@ impl Core {
         let app = self.apps[slot].as_mut().expect("caller checked");
         match id {
             config::FLOW_BIND | config::FLOW_UNBIND => {
-                let t = FiveTuple {
-                    dst_ip: (a[0] >> 32) as u32,
-                    src_ip: a[0] as u32,
-                    dst_port: (a[1] >> 32) as u16,
-                    src_port: (a[1] >> 16) as u16,
-                    protocol: a[1] as u8,
-                };
+                let t = flow_tuple(a[0], a[1]);
                 let Some(pport) = t2 else {
                     app.counters.reject_bad_config += 1;
                     return;
@@ -93,5 +87,49 @@ impl Core {
             }
             _ => app.counters.reject_bad_config += 1,
         }
+    }
+}
+
+/// The flow of a `FLOW_BIND` or `FLOW_UNBIND` notification from its first
+/// two arguments: `dst_ip << 32 | src_ip` and `dst_port << 32 | src_port
+/// << 16 | protocol` (see [`config::FLOW_BIND`]). Bits outside those
+/// fields are ignored.
+#[inline]
+fn flow_tuple(a0: u64, a1: u64) -> FiveTuple {
+    FiveTuple {
+        dst_ip: (a0 >> 32) as u32,
+        src_ip: a0 as u32,
+        dst_port: (a1 >> 32) as u16,
+        src_port: (a1 >> 16) as u16,
+        protocol: a1 as u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flow_tuple;
+    use crate::wire::PROTO_UDP;
+
+    #[test]
+    fn a_flow_is_read_from_the_two_packed_arguments() {
+        let (dst_ip, src_ip) = (0x0a00_0001u32, 0xc0a8_0102u32);
+        let a0 = u64::from(dst_ip) << 32 | u64::from(src_ip);
+        let a1 = 4791u64 << 32 | 53_000u64 << 16 | u64::from(PROTO_UDP);
+        let t = flow_tuple(a0, a1);
+        assert_eq!((t.dst_ip, t.src_ip), (dst_ip, src_ip));
+        assert_eq!(
+            (t.dst_port, t.src_port, t.protocol),
+            (4791, 53_000, PROTO_UDP)
+        );
+    }
+
+    #[test]
+    fn bits_outside_the_fields_are_ignored() {
+        // Above the destination port, and between the source port and the
+        // protocol.
+        let a1 = 0xffff_0000_0000_0000 | 80u64 << 32 | 1234u64 << 16 | 0xff00 | 6;
+        let t = flow_tuple(u64::MAX, a1);
+        assert_eq!((t.dst_ip, t.src_ip), (u32::MAX, u32::MAX));
+        assert_eq!((t.dst_port, t.src_port, t.protocol), (80, 1234, 6));
     }
 }
