@@ -56,8 +56,10 @@ pub fn check_rate_pps(pps: f64) -> Result<f64, String> {
 /// (other ports move at most 64 frames per step): a larger burst only makes
 /// steps long, and a huge one makes a step that never ends, so the device can
 /// neither apply register writes nor stop. 4096 is what a port's wire FIFO
-/// holds.
-pub const MAX_GENERATOR_BURST: usize = crate::port::WIRE_FIFO_FRAMES;
+/// holds ([`crate::port::WIRE_FIFO_FRAMES`]; the engine checks at compile
+/// time that the two agree, so the configuration does not depend on the
+/// ports).
+pub const MAX_GENERATOR_BURST: usize = 4096;
 
 /// Longest emulated one-way interconnect latency and cable delay (ns): 1 s.
 /// Software waits a few seconds for the device to apply a register write,

@@ -22,6 +22,7 @@ pub use enso_abi::{layout, shm, wire};
 pub mod args;
 pub mod backend;
 pub mod cleanup;
+pub mod clock;
 pub mod config;
 pub mod cores;
 pub mod counters;

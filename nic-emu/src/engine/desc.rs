@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 
 use pcie_model::TrafficClass;
 
-use super::{App, Core};
+use super::shared::App;
+use super::state::{Core, DescQueue};
 use crate::counters::{PortCounters, QueueCounters};
 use crate::layout::{self, desc, reg, Descriptor};
 use crate::port::{self, Port};
@@ -21,37 +22,6 @@ use crate::port::{self, Port};
 const TX_BUDGET: usize = 64;
 /// A descriptor's size as the byte count of a DMA access.
 const DESC_BYTES: u64 = layout::DESC_SLOT as u64;
-
-/// NIC-side state of one descriptor queue pair.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct DescQueue {
-    pub(super) owner: u32,
-    pub(super) port: u16,
-    /// Ring offsets in the owner's region (0: disabled) and index masks.
-    pub(super) rx_ring: usize,
-    rx_mask: u32,
-    rx_head: u32,
-    rx_tail: u32,
-    rx_low: u32,
-    rx_wb_pending: u32,
-    rx_wb_first: u32,
-    tx_ring: usize,
-    tx_mask: u32,
-    tx_head: u32,
-    tx_tail: u32,
-    tx_low: u32,
-}
-
-impl DescQueue {
-    /// TX descriptors software has published that are not yet transmitted.
-    pub(super) fn tx_pending(&self) -> u32 {
-        if self.tx_ring == 0 {
-            0
-        } else {
-            self.tx_tail.wrapping_sub(self.tx_head) & self.tx_mask
-        }
-    }
-}
 
 impl App {
     #[inline]
