@@ -66,7 +66,7 @@ echo "fuzzing ${targets[*]} for ${secs}s each; output in $out_root"
 # they are: AFL++ is told not to insist on them. No CPU binding either (the
 # cores are shared).
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_AFFINITY=1
-export AFL_NO_UI=1 AFL_SKIP_BIN_CHECK=0 ENSO_FUZZ_DIR="$devices"
+export AFL_NO_UI=1 ENSO_FUZZ_DIR="$devices"
 
 status=0
 summary=()

@@ -165,6 +165,17 @@ impl State {
         else {
             panic!("IPv4 frame steered as {:?}", c.key);
         };
+        // Ports are read for TCP and UDP only.
+        let l4 = t.protocol == PROTO_TCP || t.protocol == PROTO_UDP;
+        let t = &if l4 {
+            *t
+        } else {
+            FiveTuple {
+                src_port: 0,
+                dst_port: 0,
+                ..*t
+            }
+        };
         assert_eq!((got, got_syn), (*t, syn && t.protocol == PROTO_TCP));
         let bound = self
             .rules
