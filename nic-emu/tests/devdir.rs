@@ -111,7 +111,10 @@ fn a_symlink_planted_while_devices_start_is_never_followed() {
         if quiet {
             let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while !held.load(Ordering::SeqCst) {
-                assert!(std::time::Instant::now() < until, "the planter did not stop");
+                assert!(
+                    std::time::Instant::now() < until,
+                    "the planter did not stop"
+                );
                 std::thread::yield_now();
             }
             let _ = std::fs::remove_file(&link);
@@ -142,7 +145,10 @@ fn a_symlink_planted_while_devices_start_is_never_followed() {
     assert_untouched(&v);
     assert!(planted > 0, "the link was never planted");
     assert!(started >= 30, "started {started}, refused {refused}");
-    assert!(refused > 0, "started {started}, refused {refused}: the race was not run");
+    assert!(
+        refused > 0,
+        "started {started}, refused {refused}: the race was not run"
+    );
 }
 
 #[test]
