@@ -467,6 +467,11 @@ fn poll_flits(cfg: &DeviceConfig) -> u64 {
     n
 }
 
+/// Counters by name, for the stats.
+fn named(v: crate::backend::Named) -> std::collections::BTreeMap<String, u64> {
+    v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::poll_flits;
@@ -498,9 +503,4 @@ mod tests {
         cfg.ports = vec![WireConfig::Loopback, window(None)];
         assert_eq!(poll_flits(&cfg), 1024);
     }
-}
-
-/// Counters by name, for the stats.
-fn named(v: crate::backend::Named) -> std::collections::BTreeMap<String, u64> {
-    v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
