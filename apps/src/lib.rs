@@ -1,8 +1,7 @@
 //! The applications of the Ensō experiments: their logic, independent of
 //! the NIC, and the code that runs it on either NIC interface.
 //!
-//! The paper evaluates four applications on both NIC interfaces (FACTS.md
-//! §5): the Maglev load balancer, NitroSketch telemetry, a MICA-like
+//! The paper evaluates four applications on both NIC interfaces: the Maglev load balancer, NitroSketch telemetry, a MICA-like
 //! key-value store and a log monitor. For the comparison to be fair their
 //! processing logic must be the same on both sides; only the code that
 //! receives and sends changes. The application modules are that shared

@@ -8,13 +8,14 @@
 //! the standalone `nic-emu` process that applications in other processes
 //! attach to through a Unix socket in the device directory.
 //!
-//! What it implements (see `FACTS.md` of the project for the real NIC):
+//! What it implements (the README says how each part follows the real NIC):
 //! Ensō pipes (64 B flits, frames back to back, one flit kept free, whole-frame
 //! drops), notification buffers with RX and TX notification rings, reactive
 //! and per-packet notifications, notification prefetching by head rewrite,
 //! TX completions by overwriting the notification, configuration
 //! notifications (flow binding, fallback pipes), flow steering, ports wired to
-//! a loopback, a cable or a built-in traffic generator, counters for every
+//! a loopback, a cable, the built-in traffic generator or a real wire
+//! ([`backend`]: pcap files, TAP, AF_PACKET, memif), counters for every
 //! drop, and PCIe transaction accounting.
 
 pub use enso_abi::{layout, shm, wire};
