@@ -1227,7 +1227,7 @@ fn run_window<D: AppDriver<H>, H>(
     let t0 = Instant::now();
     loop {
         round(d, h, &mut client, &mut busy)?;
-        let client_ready = client.as_ref().map_or(true, |c| c.ready());
+        let client_ready = client.as_ref().is_none_or(|c| c.ready());
         if t0.elapsed() >= opts.warmup && client_ready && warm() {
             break;
         }

@@ -299,7 +299,7 @@ pub fn is_prime(n: usize) -> bool {
     let mut d = 2usize;
     // `d <= n / d` rather than `d * d <= n`, which overflows near usize::MAX.
     while d <= n / d {
-        if n % d == 0 {
+        if n.is_multiple_of(d) {
             return false;
         }
         d += 1;

@@ -308,7 +308,7 @@ impl NitroSketch {
         if config
             .depth
             .checked_mul(config.width)
-            .map_or(true, |n| n > MAX_COUNTERS)
+            .is_none_or(|n| n > MAX_COUNTERS)
         {
             return Err(NitroConfigError::TooManyCounters {
                 depth: config.depth,

@@ -530,7 +530,7 @@ pub fn host_caches() -> (
         match (level, kind.trim()) {
             (1, "Data") => d1 = Some(g),
             (1, "Instruction") => i1 = Some(g),
-            (l, "Unified") if ll.map_or(true, |(best, _)| l > best) => ll = Some((l, g)),
+            (l, "Unified") if ll.is_none_or(|(best, _)| l > best) => ll = Some((l, g)),
             _ => {}
         }
     }

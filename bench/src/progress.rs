@@ -114,7 +114,7 @@ impl Progress {
             }
             Mode::Lines { interval, last } => {
                 let now = Instant::now();
-                let due = last.map_or(true, |t| now.duration_since(t) >= *interval);
+                let due = last.is_none_or(|t| now.duration_since(t) >= *interval);
                 if due || self.done >= self.total {
                     *last = Some(now);
                     eprintln!("{line}");

@@ -248,7 +248,7 @@ impl Stepped {
             self.round()?;
             rounds += 1;
             // Reading the counters costs a snapshot: not every round.
-            if rounds % 16 == 0 {
+            if rounds.is_multiple_of(16) {
                 let now = self.returned();
                 if now - start >= packets {
                     return Ok(now - start);

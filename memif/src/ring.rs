@@ -75,7 +75,7 @@ impl Ring {
     /// readable and writable for the Ring's whole life, aligned to 8 bytes,
     /// and `log2` must be at most 15.
     pub unsafe fn new(base: *mut u8, log2: u8) -> Ring {
-        debug_assert!(log2 <= 15 && base as usize % 8 == 0);
+        debug_assert!(log2 <= 15 && (base as usize).is_multiple_of(8));
         Ring {
             // SAFETY: the caller guarantees a valid mapped pointer.
             base: unsafe { NonNull::new_unchecked(base) },

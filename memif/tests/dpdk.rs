@@ -68,7 +68,7 @@ fn echo(ep: &mut Memif, pmd: &mut TestPmd, n: u64, window: u64) {
             next_rx += 1;
         });
         polls += 1;
-        if polls % 4096 == 0 {
+        if polls.is_multiple_of(4096) {
             ep.poll_control().unwrap();
             pmd.assert_running();
         }

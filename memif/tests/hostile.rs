@@ -151,7 +151,7 @@ impl Shm {
         unsafe { std::ptr::write_unaligned(self.ptr.add(off).cast(), v) }
     }
     fn idx(&self, off: usize) -> &AtomicU16 {
-        assert!(off + 2 <= self.len && off % 2 == 0);
+        assert!(off + 2 <= self.len && off.is_multiple_of(2));
         // SAFETY: in bounds and aligned; the mapping outlives the borrow.
         unsafe { AtomicU16::from_ptr(self.ptr.add(off).cast()) }
     }

@@ -182,14 +182,14 @@ fn echo_loop(mut d: EnsoDriver, stop: &AtomicBool) -> Result<DriverStats, String
     loop {
         let n = d.poll(&mut h).map_err(|e| format!("echo server: {e}"))?;
         polls = polls.wrapping_add(1);
-        if polls % 256 == 0 && stop.load(Ordering::Relaxed) {
+        if polls.is_multiple_of(256) && stop.load(Ordering::Relaxed) {
             return Ok(d.stats.clone());
         }
         if n > 0 {
             idle = 0;
         } else {
             idle += 1;
-            if idle % 64 == 0 {
+            if idle.is_multiple_of(64) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();

@@ -480,7 +480,7 @@ mod tests {
 
     /// The reported rate is none or a rate some trial ran at without loss.
     fn measured_lossless(r: &SizeResult) -> bool {
-        r.rate_gbps.map_or(true, |rate| {
+        r.rate_gbps.is_none_or(|rate| {
             r.trials
                 .iter()
                 .any(|t| t.spec.rate_gbps == rate && t.lossless)
@@ -576,7 +576,7 @@ mod tests {
             fn run(&mut self, spec: &TrialSpec) -> Result<TrialOutcome, Self::Error> {
                 self.0 += 1;
                 let sent = offered(spec);
-                let lossy = spec.rate_gbps > 50.0 || self.0 % 2 == 0;
+                let lossy = spec.rate_gbps > 50.0 || self.0.is_multiple_of(2);
                 Ok(TrialOutcome {
                     sent,
                     received: sent - u64::from(lossy),

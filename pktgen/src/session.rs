@@ -418,8 +418,7 @@ impl Session {
             let mut next = start + delay;
             let mut asked_stop = false;
             loop {
-                let finished =
-                    tx_h.is_finished() && rx_h.as_ref().map_or(true, |h| h.is_finished());
+                let finished = tx_h.is_finished() && rx_h.as_ref().is_none_or(|h| h.is_finished());
                 if finished {
                     break;
                 }
@@ -639,7 +638,7 @@ fn backoff(idle: &mut u32) {
     *idle = idle.saturating_add(1);
     if *idle >= IDLE_SLEEP {
         std::thread::sleep(IDLE_NAP);
-    } else if *idle % IDLE_YIELD == 0 {
+    } else if (*idle).is_multiple_of(IDLE_YIELD) {
         std::thread::yield_now();
     } else {
         std::hint::spin_loop();

@@ -259,7 +259,7 @@ mod tests {
         let got: Vec<&[u8]> = stream_frames(s.stream().data())
             .map(Result::unwrap)
             .collect();
-        assert!(got.len() >= 12 && got.len() % 12 == 0);
+        assert!(got.len() >= 12 && got.len().is_multiple_of(12));
         for (i, f) in got.iter().enumerate() {
             let n = t.build(i as u64 % 12, &mut buf);
             assert_eq!(*f, &buf[..n], "frame {i}");

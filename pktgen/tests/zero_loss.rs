@@ -28,7 +28,7 @@ fn check(z: &SizeResult) {
     assert_eq!(z.converged, z.rate_gbps.is_some(), "{z:?}");
     // Below the capacity of the device under test.
     assert!(
-        z.rate_gbps.map_or(true, |r| r <= CAPACITY_GBPS),
+        z.rate_gbps.is_none_or(|r| r <= CAPACITY_GBPS),
         "{:?} Gb/s for a device of {CAPACITY_GBPS} Gb/s: {:?}",
         z.rate_gbps,
         z.trials

@@ -196,7 +196,7 @@ fn overlong_lines_are_skipped_identically_on_both_paths() {
             // Stretch the line just written to a length near or past the limit.
             log.pop();
             let pad = rng.gen_range(0..300);
-            log.extend(std::iter::repeat(b'x').take(pad));
+            log.extend(std::iter::repeat_n(b'x', pad));
             log.push(b'\n');
         }
     }
@@ -239,7 +239,7 @@ fn plain_lines_at_the_length_limit_are_counted_exactly() {
                 2 * max_line + 1,
                 3 * max_line,
             ][(run + k) % 7];
-            log.extend(std::iter::repeat(b'z').take(len));
+            log.extend(std::iter::repeat_n(b'z', len));
             log.push(b'\n');
         }
     }

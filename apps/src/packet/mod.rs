@@ -529,7 +529,7 @@ mod tests {
                 buf[at] = (x >> 32) as u8;
             }
             x = crate::hash::mix64(x);
-            let len = if x % 5 == 0 {
+            let len = if x.is_multiple_of(5) {
                 (x >> 16) as usize % (n + 1)
             } else {
                 n

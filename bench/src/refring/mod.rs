@@ -291,7 +291,7 @@ impl IdleClock {
 
 /// Sum of 0..n, wrapping, as the sequence-number checks expect.
 fn triangular(n: u64) -> u64 {
-    let (a, b) = if n % 2 == 0 {
+    let (a, b) = if n.is_multiple_of(2) {
         (n / 2, n.wrapping_sub(1))
     } else {
         (n, (n - 1) / 2)
@@ -509,8 +509,7 @@ fn producer_side(
         }
         if pushed + drained > 0 {
             clock.work();
-        } else if stopping && (returned == seq || back.as_mut().map_or(true, Consumer::is_finished))
-        {
+        } else if stopping && (returned == seq || back.as_mut().is_none_or(Consumer::is_finished)) {
             // Everything came back, or the consumer side is gone (it closes
             // the return ring when it ends, even by panicking): stop
             // waiting for frames that will never return.

@@ -209,7 +209,7 @@ impl Templates {
             let slot = check_frame(frame).map_err(|error| TemplateError::Frame { index, error })?;
             if seq_offset
                 .checked_add(8)
-                .map_or(true, |end| end > frame.len())
+                .is_none_or(|end| end > frame.len())
             {
                 return Err(TemplateError::SeqOutside {
                     index,

@@ -87,7 +87,7 @@ fn mixed_sizes_arrive_once_in_order_across_many_wraps() {
             }
             ring_bytes += f.slot_len();
             seq += 1;
-            if seq % 5 == 0 {
+            if seq.is_multiple_of(5) {
                 rx.release();
             }
         }
@@ -291,7 +291,7 @@ fn ticks_come_while_the_sides_run_and_stop_with_them() {
         // `every` after the start or the last, so at most 9, all within
         // the run.
         assert!(ticks.len() < 10, "{ticks:?}");
-        assert!(ticks.first().map_or(true, |&t| t >= every), "{ticks:?}");
+        assert!(ticks.first().is_none_or(|&t| t >= every), "{ticks:?}");
         assert!(ticks.windows(2).all(|w| w[1] - w[0] >= every), "{ticks:?}");
         assert!(ticks.iter().all(|&t| t < duration), "{ticks:?}");
         // The ticks did not end the run: it lasted its whole duration, and

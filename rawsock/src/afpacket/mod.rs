@@ -95,7 +95,7 @@ impl AfPacketConfig {
         if self.max_frame < ETH_HLEN {
             return fail(format!("max_frame {} is below 14 bytes", self.max_frame));
         }
-        if self.rx_block_size == 0 || self.rx_block_size % page != 0 {
+        if self.rx_block_size == 0 || !self.rx_block_size.is_multiple_of(page) {
             return fail(format!(
                 "rx_block_size {} is not a positive multiple of the page size {page}",
                 self.rx_block_size
@@ -116,7 +116,9 @@ impl AfPacketConfig {
         {
             return fail("the receive ring is too large".to_owned());
         }
-        if self.tx_frame_size % 16 != 0 || self.tx_frame_size < self.max_frame + tx::DATA_OFFSET {
+        if !self.tx_frame_size.is_multiple_of(16)
+            || self.tx_frame_size < self.max_frame + tx::DATA_OFFSET
+        {
             return fail(format!(
                 "tx_frame_size {} must be a multiple of 16 and at least max_frame + {} = {}",
                 self.tx_frame_size,

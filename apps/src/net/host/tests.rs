@@ -314,7 +314,7 @@ fn no_frame_makes_the_host_panic() {
             f[at] = (x >> 32) as u8;
         }
         x = crate::hash::mix64(x);
-        let cut = if x % 3 == 0 {
+        let cut = if x.is_multiple_of(3) {
             (x >> 8) as usize % (f.len() + 1)
         } else {
             f.len()
