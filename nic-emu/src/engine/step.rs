@@ -337,17 +337,20 @@ impl Engine {
                 .ports
                 .iter()
                 .enumerate()
-                .map(|(i, p)| PortStats {
-                    port: i,
-                    wire: p.describe(),
-                    counters: p.counters.clone(),
-                    generator: p.generator().map(|g| {
-                        let mut c = g.counters.clone();
-                        c.latency = g.latency();
-                        c
-                    }),
-                    wire_stats: named(p.wire_counters().0),
-                    wire_drops: named(p.wire_counters().1),
+                .map(|(i, p)| {
+                    let (wire_stats, wire_drops) = p.wire_counters();
+                    PortStats {
+                        port: i,
+                        wire: p.describe(),
+                        counters: p.counters.clone(),
+                        generator: p.generator().map(|g| {
+                            let mut c = g.counters.clone();
+                            c.latency = g.latency();
+                            c
+                        }),
+                        wire_stats: named(wire_stats),
+                        wire_drops: named(wire_drops),
+                    }
                 })
                 .collect(),
             apps: self
