@@ -87,12 +87,10 @@ fn echo(ep: &mut Memif, pmd: &mut TestPmd, n: u64, window: u64) {
     }
 }
 
-#[test]
-fn our_server_echoes_through_a_testpmd_client_on_a_filesystem_socket() {
-    if !have_testpmd() {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// Our server on a filesystem socket in a new directory (kept alive by the
+/// returned guard) and a testpmd client forwarding in `fwd` mode,
+/// connected.
+fn server_with_testpmd_client(tag: &str, fwd: &str) -> (tempfile::TempDir, Memif, TestPmd) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memif.sock");
     let mut server = Memif::new(config(SocketName::Path(path.clone()), Role::Server, 10)).unwrap();
@@ -100,8 +98,19 @@ fn our_server_echoes_through_a_testpmd_client_on_a_filesystem_socket() {
         "net_memif0,role=client,id=0,socket={},socket-abstract=no",
         path.display()
     );
-    let mut pmd = TestPmd::spawn("fs", &vdev, "io");
+    let mut pmd = TestPmd::spawn(tag, &vdev, fwd);
     wait_connected(&mut server, &mut pmd);
+    (dir, server, pmd)
+}
+
+#[test]
+fn our_server_echoes_through_a_testpmd_client_on_a_filesystem_socket() {
+    if !have_testpmd() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, mut server, mut pmd) = server_with_testpmd_client("fs", "io");
+    let path = dir.path().join("memif.sock");
 
     let n = 20_000;
     echo(&mut server, &mut pmd, n, 256);
@@ -165,15 +174,7 @@ fn every_frame_a_testpmd_txonly_client_sends_is_counted_by_our_server() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memif.sock");
-    let mut server = Memif::new(config(SocketName::Path(path.clone()), Role::Server, 10)).unwrap();
-    let vdev = format!(
-        "net_memif0,role=client,id=0,socket={},socket-abstract=no",
-        path.display()
-    );
-    let mut pmd = TestPmd::spawn("txonly", &vdev, "txonly");
-    wait_connected(&mut server, &mut pmd);
+    let (_dir, mut server, pmd) = server_with_testpmd_client("txonly", "txonly");
 
     // Receive for a second, let testpmd stop, then drain what is left
     // (the ring stays mapped on our side until poll_control tears down).
