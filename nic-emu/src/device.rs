@@ -266,6 +266,9 @@ impl Nic {
     fn shutdown(&mut self) -> Option<Stats> {
         self.stop.store(true, Ordering::Relaxed);
         let stats = self.engine.take().and_then(|h| h.join().ok()).map(|mut e| {
+            // The final counters include what the backends' I/O threads
+            // still had queued (a pcap port's writer, a TAP device).
+            e.finish_ports();
             let s = e.stats();
             e.cleanup();
             s

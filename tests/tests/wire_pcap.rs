@@ -59,7 +59,10 @@ fn start(name: &str, wire: PcapWire) -> Result<Nic, String> {
         format!("{name}-{}", std::process::id()),
         WireConfig::Pcap(wire),
     );
-    cfg.pipe_size = 1 << 20;
+    // A wire has no back-pressure: a replay at full speed into a pipe that
+    // the echo loop empties late (a loaded host) would drop frames for want
+    // of room. 4 MiB holds every frame the tests replay, even unread.
+    cfg.pipe_size = 4 << 20;
     cfg.notif_ring_entries = 1024;
     Nic::start(cfg, RunOptions::default())
 }

@@ -214,6 +214,13 @@ impl Engine {
         for id in self.app_ids() {
             self.detach(id);
         }
+        self.finish_ports();
+    }
+
+    /// Finishes the ports' backends: frames still queued are written or
+    /// sent, files flushed, I/O threads stopped, so that their counters
+    /// are final. A port finishes once; later calls do nothing.
+    pub fn finish_ports(&mut self) {
         for p in &mut self.ports {
             p.finish();
         }
