@@ -86,3 +86,4 @@ pub mod progress;
 pub mod refring;
 pub mod results;
 pub mod stepped;
+pub mod wire;

@@ -57,6 +57,9 @@ enum Command {
     /// Gen3 x16, 100 GbE, one 3.1 GHz core) from counts measured here,
     /// against the paper's numbers.
     Predict(cli::predict::PredictArgs),
+    /// Mpps through the NIC's real-wire backends (memif, afpacket) beside
+    /// DPDK's own drivers on the same wire (testpmd), interleaved.
+    Wire(cli::wire::WireArgs),
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
@@ -201,6 +204,7 @@ impl Command {
                 cli::check_out(&a.out)
             }
             Command::Predict(a) => cli::predict::check(a),
+            Command::Wire(a) => cli::wire::check(a),
             Command::All(a) => cli::all::check(a),
             Command::CacheWorker(_) => Ok(()),
         }
@@ -229,6 +233,7 @@ fn main() -> ExitCode {
         Command::Latency(args) => cli::latency::run(&args),
         Command::Apps(args) => cli::apps::run(&args),
         Command::Predict(args) => cli::predict::run(&args),
+        Command::Wire(args) => cli::wire::run(&args),
         Command::All(args) => cli::all::run(&args),
     };
     match outcome {

@@ -49,6 +49,18 @@ fn wrong_arguments_fail_in_one_line_before_anything_runs() {
             &["latency", "--loads", "50,50"],
             "--loads: 50 is given twice",
         ),
+        (
+            &["wire", "--backends", "memif,tap"],
+            "--backends: unknown backend \"tap\" (memif, afpacket)",
+        ),
+        (
+            &["wire", "--nic", "stepped,stepped"],
+            "--nic: stepped is given twice",
+        ),
+        (
+            &["wire", "--sizes", "64,9000"],
+            "packet size 9000 outside 64..=1518 (wire size with FCS)",
+        ),
     ];
     for &(args, line) in cases {
         let r = Command::new(env!("CARGO_BIN_EXE_bench"))
