@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bench::interleave::{variant, Interleave, InterleaveReport, TrialResult, Variant};
+use bench::plot::BarChart;
 use bench::progress::Progress;
 use bench::results::Table;
 use bench::wire::emu::NicMode;
@@ -50,10 +51,14 @@ pub(crate) struct WireArgs {
     /// Write the results directory here instead (implies --save).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// Measure nothing: draw `ratio.svg` again from DIR/wire.json (a
+    /// results directory an earlier run wrote).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["save", "out"])]
+    replot: Option<PathBuf>,
 }
 
 /// One backend, size and setup.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 struct Row {
     backend: Backend,
     wire_size: usize,
@@ -132,6 +137,19 @@ pub(crate) fn check(a: &WireArgs) -> Result<(), String> {
 }
 
 pub(crate) fn run(a: &WireArgs) -> Result<(), String> {
+    if let Some(dir) = &a.replot {
+        let path = dir.join("wire.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("--replot: cannot read {}: {e}", path.display()))?;
+        let rows: Vec<Row> = serde_json::from_str(&text)
+            .map_err(|e| format!("--replot: {} is not bench wire's JSON: {e}", path.display()))?;
+        let svg = dir.join("ratio.svg");
+        ratio_chart(&rows)
+            .render_svg(&svg)
+            .map_err(|e| format!("{}: {e}", svg.display()))?;
+        eprintln!("wrote {}", svg.display());
+        return Ok(());
+    }
     let backends = parse_backends(&a.backends)?;
     let modes = parse_modes(&a.nic)?;
     let sizes = super::parse_sizes(&a.sizes)?;
@@ -193,6 +211,7 @@ pub(crate) fn run(a: &WireArgs) -> Result<(), String> {
         dir.write_json("rounds.json", &reports).map_err(e)?;
         dir.write_table("wire.csv", &table).map_err(e)?;
         dir.write_summary(&summary(&rows, &table)).map_err(e)?;
+        dir.bar_chart("ratio.svg", &ratio_chart(&rows)).map_err(e)?;
         if !a.common.json {
             eprintln!("results: {}", dir.path().display());
         }
@@ -245,6 +264,42 @@ fn rows_of(backend: Backend, size: usize, setups: &[Setup], r: &InterleaveReport
             }
         })
         .collect()
+}
+
+/// The emulated NIC's rate over DPDK's, one group of bars per backend and
+/// size, one bar per setup (a rate spread over 0.1..20 Mpps reads badly
+/// on one linear axis; the ratios, with the goals, do not).
+fn ratio_chart(rows: &[Row]) -> BarChart {
+    let mut groups: Vec<(Backend, usize)> = Vec::new();
+    let mut setups: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.ratio_to_dpdk.is_some()) {
+        if !groups.contains(&(r.backend, r.wire_size)) {
+            groups.push((r.backend, r.wire_size));
+        }
+        if !setups.contains(&r.setup) {
+            setups.push(r.setup.clone());
+        }
+    }
+    // The legend sits top right: the lower memif ratios go there.
+    groups.sort_by_key(|&(b, size)| (b == Backend::Memif, size));
+    let mut chart = BarChart::new(
+        "Emulated NIC / DPDK on the same wire (goals: memif 0.8, afpacket 1.0)",
+        "rate / DPDK's rate",
+        groups.iter().map(|(b, s)| format!("{} {s} B", b.name())),
+    );
+    for s in &setups {
+        let values = groups
+            .iter()
+            .map(|&(b, size)| {
+                rows.iter()
+                    .find(|r| r.backend == b && r.wire_size == size && &r.setup == s)
+                    .and_then(|r| r.ratio_to_dpdk)
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        chart = chart.series(s, values);
+    }
+    chart
 }
 
 fn table(rows: &[Row]) -> Table {

@@ -48,7 +48,7 @@ use emu::{EmuRun, NicMode, Role};
 use testpmd::{Fwd, TestPmd};
 
 /// A backend `bench wire` measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
     /// DPDK's shared-memory packet interface.
