@@ -188,6 +188,7 @@ pub mod error;
 pub mod hint;
 pub mod packetized;
 mod shared;
+pub mod socket;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};
