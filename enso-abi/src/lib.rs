@@ -16,6 +16,7 @@ pub mod control;
 pub mod devname;
 pub mod layout;
 pub mod shm;
+pub mod timestamp;
 pub mod wire;
 
 /// Resolution of CLOCK_MONOTONIC in nanoseconds (what timestamps and

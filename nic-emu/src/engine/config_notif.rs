@@ -5,6 +5,7 @@ use super::limiter::TokenBucket;
 use super::state::Core;
 use crate::layout::{self, config};
 use crate::wire::FiveTuple;
+use enso_abi::timestamp::{Timestamping, TsFormat};
 
 impl Core {
     pub(super) fn apply_config(
@@ -71,7 +72,10 @@ impl Core {
                 }
             }
             config::TIMESTAMP if port < self.ts_offset.len() && (a[0] == 0 || a[1] <= 60) => {
-                self.ts_offset[port] = (a[0] != 0).then_some(a[1] as usize);
+                self.ts_offset[port] = (a[0] != 0).then_some(Timestamping {
+                    offset: a[1] as usize,
+                    format: TsFormat::Native,
+                });
             }
             config::RATE_LIMIT if port < self.limiter.len() => {
                 self.limiter[port] = match (a[0], a[1]) {

@@ -166,11 +166,12 @@ impl Core {
             app.write(buf, frame);
             self.pcie
                 .record_dma_write(TrafficClass::Data, buf as u64, len as u64);
-            if let Some(off) = self.ts_offset[dq.port as usize] {
+            if let Some(ts) = self.ts_offset[dq.port as usize] {
+                let off = ts.offset;
                 if off + 4 <= len {
-                    let sent = u32::from_le_bytes(frame[off..off + 4].try_into().expect("4 bytes"));
-                    let rtt = (self.clock.now_ns() as u32).wrapping_sub(sent);
-                    app.write(buf + off, &rtt.to_le_bytes());
+                    let sent = frame[off..off + 4].try_into().expect("4 bytes");
+                    let rtt = ts.format.round_trip(sent, self.clock.now_ns());
+                    app.write(buf + off, &rtt);
                 }
             }
             hand_back_rx(d, len, hash);
@@ -266,10 +267,10 @@ impl Core {
                     self.pcie
                         .record_dma_read(TrafficClass::Data, buf as u64, len as u64);
                     let mut t = now;
-                    if let Some(off) = self.ts_offset[port] {
+                    if let Some(ts) = self.ts_offset[port] {
                         t = self.clock.now_ns();
-                        if off + 4 <= len {
-                            frame[off..off + 4].copy_from_slice(&(t as u32).to_le_bytes());
+                        if ts.offset + 4 <= len {
+                            frame[ts.offset..ts.offset + 4].copy_from_slice(&ts.format.stamp(t));
                         }
                     }
                     port::transmit(ports, port, frame, t);

@@ -2,6 +2,7 @@
 //! it sent a frame to before in the same step are written without deciding
 //! again what [`Core::deliver`] decided for the first (see [`Run`]).
 
+use enso_abi::timestamp::Timestamping;
 use pcie_model::TrafficClass;
 
 use super::evict;
@@ -63,7 +64,7 @@ impl Core {
     /// for it): opens a run there if the frames that follow need nothing
     /// decided again. `ts` as for `deliver`.
     #[inline]
-    pub(super) fn open_run(&mut self, port: usize, ts: Option<usize>, target: u32) {
+    pub(super) fn open_run(&mut self, port: usize, ts: Option<Timestamping>, target: u32) {
         if ts.is_some() || self.trace.is_some() {
             return;
         }

@@ -2,6 +2,7 @@
 //! into its frame pipe, stream pipe or descriptor queue, or counting why
 //! not; and the generator's frames on their way in, run by run.
 
+use enso_abi::timestamp::Timestamping;
 use pcie_model::{PcieCounters, TrafficClass};
 
 use super::evict;
@@ -20,7 +21,7 @@ pub(super) struct RxSink<'a> {
     pub(super) core: &'a mut Core,
     pub(super) port: usize,
     /// The port's timestamp offset (see [`Core::deliver`]).
-    pub(super) ts: Option<usize>,
+    pub(super) ts: Option<Timestamping>,
     pub(super) counters: &'a mut PortCounters,
     /// Frames the NIC dropped as they arrived.
     pub(super) dropped: u64,
@@ -74,7 +75,7 @@ impl Core {
     pub(super) fn deliver(
         &mut self,
         port: usize,
-        ts: Option<usize>,
+        ts: Option<Timestamping>,
         pc: &mut PortCounters,
         frame: &[u8],
         pre: Option<crate::port::Precomputed<'_>>,
@@ -174,13 +175,13 @@ impl Core {
             &frame[..place.len],
             FLIT,
         );
-        if let Some(off) = ts {
+        if let Some(ts) = ts {
+            let off = ts.offset;
             if off + 4 <= place.len {
                 // Replace the send time with the round-trip time.
-                let sent = u32::from_le_bytes(frame[off..off + 4].try_into().expect("4 bytes"));
-                let rtt = (self.clock.now_ns() as u32).wrapping_sub(sent);
+                let sent = frame[off..off + 4].try_into().expect("4 bytes");
+                let b = ts.format.round_trip(sent, self.clock.now_ns());
                 let at = (pos + off) % self.pipe_size;
-                let b = rtt.to_le_bytes();
                 let first = 4.min(self.pipe_size - at);
                 app.write(pipe.base + at, &b[..first]);
                 if first < 4 {

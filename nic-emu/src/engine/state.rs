@@ -3,6 +3,7 @@
 //! per descriptor queue. Each room adds its behaviour to `Core` in an
 //! `impl Core` block of its own module.
 
+use enso_abi::timestamp::Timestamping;
 use pcie_model::PcieCounters;
 
 use super::limiter::TokenBucket;
@@ -55,7 +56,7 @@ pub(super) struct Core {
     /// Fallback pipes of each port.
     pub(super) fallback: Vec<Fallback>,
     /// Per port: timestamp offset when timestamping is on.
-    pub(super) ts_offset: Vec<Option<usize>>,
+    pub(super) ts_offset: Vec<Option<Timestamping>>,
     /// Per port: TX rate limiter.
     pub(super) limiter: Vec<Option<TokenBucket>>,
     pub(super) clock: Clock,

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
+use enso_abi::timestamp::Timestamping;
 use pcie_model::TrafficClass;
 
 use super::shared::{read_region, TxCursor, NOTIF_BYTES};
@@ -326,13 +327,14 @@ impl Core {
 /// timestamping on (`ts`: the stamp's offset), the time of this very frame,
 /// written into it when it is long enough.
 #[inline(always)]
-fn stamp_tx(frame: &mut [u8], ts: Option<usize>, clock: &Clock, step_now: u64) -> u64 {
-    let Some(off) = ts else {
+fn stamp_tx(frame: &mut [u8], ts: Option<Timestamping>, clock: &Clock, step_now: u64) -> u64 {
+    let Some(ts) = ts else {
         return step_now;
     };
     let now = clock.now_ns();
+    let off = ts.offset;
     if off + 4 <= frame.len() {
-        frame[off..off + 4].copy_from_slice(&(now as u32).to_le_bytes());
+        frame[off..off + 4].copy_from_slice(&ts.format.stamp(now));
     }
     now
 }
@@ -342,8 +344,17 @@ mod tests {
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
+    use enso_abi::timestamp::{Timestamping, TsFormat};
+
     use super::stamp_tx;
     use crate::clock::Clock;
+
+    fn at(offset: usize) -> Option<Timestamping> {
+        Some(Timestamping {
+            offset,
+            format: TsFormat::Native,
+        })
+    }
 
     #[test]
     fn without_timestamping_a_frame_leaves_at_the_step_time_untouched() {
@@ -358,13 +369,13 @@ mod tests {
         let t = (5u64 << 32) | 0x0102_0304;
         let clock = Clock::Manual(Arc::new(AtomicU64::new(t)));
         let mut frame = [0u8; 64];
-        assert_eq!(stamp_tx(&mut frame, Some(60), &clock, 77), t);
+        assert_eq!(stamp_tx(&mut frame, at(60), &clock, 77), t);
         // The low 32 bits, little-endian, at the offset; nothing else.
         assert_eq!(frame[60..], [4, 3, 2, 1]);
         assert!(frame[..60].iter().all(|&b| b == 0));
         // Too short for the stamp: the time is still the frame's own.
         let mut short = [0u8; 63];
-        assert_eq!(stamp_tx(&mut short, Some(60), &clock, 77), t);
+        assert_eq!(stamp_tx(&mut short, at(60), &clock, 77), t);
         assert_eq!(short, [0; 63]);
     }
 }
