@@ -193,5 +193,15 @@ pub mod socket;
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};
 pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
+pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;
 pub use packetized::{Mbuf, QueueId, QueueStats};
+
+/// The round-trip time, in nanoseconds, that a port with timestamping on
+/// wrote into `frame` at `offset` in `format`; `None` if the frame is too
+/// short to hold it. With [`TsFormat::Enso`] this is Ensō's `get_pkt_rtt`
+/// (a big-endian count of 5 ns cycles) converted to nanoseconds.
+pub fn rtt_ns(frame: &[u8], offset: usize, format: TsFormat) -> Option<u64> {
+    let b: [u8; 4] = frame.get(offset..offset.checked_add(4)?)?.try_into().ok()?;
+    Some(format.rtt_ns(b))
+}

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use enso_abi::layout::{config, signal};
+use enso_abi::timestamp::TsFormat;
 
 use super::{Device, FlowRule, RxPipe, TxRecord};
 use crate::error::{ConfigError, DeviceError};
@@ -39,14 +40,35 @@ impl Device {
     }
 
     /// Timestamping on `port`: with `Some(offset)`, frames sent on the port
-    /// carry their 32-bit send time (ns, CLOCK_MONOTONIC) at byte `offset`
-    /// (0..=60), and frames received on it carry the round-trip time (ns)
-    /// there instead. `None` turns it off.
+    /// carry their 32-bit send time (ns, CLOCK_MONOTONIC, little-endian) at
+    /// byte `offset` (0..=60), and frames received on it carry the
+    /// round-trip time (ns, little-endian) there instead. `None` turns it
+    /// off. [`Device::set_timestamping_as`] chooses the real NIC's format.
     pub fn set_timestamping(&mut self, port: u32, offset: Option<u8>) -> Result<(), ConfigError> {
+        self.set_timestamping_as(port, offset, TsFormat::Native)
+    }
+
+    /// As [`Device::set_timestamping`], in `format`: [`TsFormat::Enso`]
+    /// writes what the real Ensō NIC writes (big-endian counts of its
+    /// 200 MHz clock, 5 ns a cycle), so code written for Ensō's
+    /// `get_pkt_rtt` reads the round trips unchanged. [`crate::rtt_ns`]
+    /// reads either.
+    pub fn set_timestamping_as(
+        &mut self,
+        port: u32,
+        offset: Option<u8>,
+        format: TsFormat,
+    ) -> Result<(), ConfigError> {
         if port as usize >= self.info.ports || offset.is_some_and(|o| o > 60) {
             return Err(ConfigError::BadValue);
         }
-        let args = [offset.is_some() as u64, offset.unwrap_or(0) as u64, 0, 0, 0];
+        let args = [
+            offset.is_some() as u64,
+            offset.unwrap_or(0) as u64,
+            format.to_arg(),
+            0,
+            0,
+        ];
         self.config_on(config::TIMESTAMP, args, port)?;
         Ok(())
     }

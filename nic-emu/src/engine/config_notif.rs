@@ -72,9 +72,13 @@ impl Core {
                 }
             }
             config::TIMESTAMP if port < self.ts_offset.len() && (a[0] == 0 || a[1] <= 60) => {
+                let Some(format) = TsFormat::from_arg(a[2]) else {
+                    app.counters.reject_bad_config += 1;
+                    return;
+                };
                 self.ts_offset[port] = (a[0] != 0).then_some(Timestamping {
                     offset: a[1] as usize,
-                    format: TsFormat::Native,
+                    format,
                 });
             }
             config::RATE_LIMIT if port < self.limiter.len() => {
