@@ -116,6 +116,33 @@ fn wrap_around_many_times() {
 
 #[test]
 fn hostile_application_cannot_disturb_another() {
+    // Several seeds: each run's counters show both halves of the attack
+    // (register writes and TX notifications) reaching the NIC's checks.
+    let mut tx_seen = Vec::new();
+    for (k, seed) in [0x9e37_79b9_7f4a_7c15u64, 0x0123_4567_89ab_cdef, 42]
+        .into_iter()
+        .enumerate()
+    {
+        tx_seen.push(hostile_run(&format!("hostile{k}"), seed));
+    }
+    // In every run the attacker's TX half was read and judged: DATA
+    // notifications taken from its ring and their frames sent (its own
+    // garbage, which the generator counted as corrupt or foreign at most),
+    // refused notifications, frames and configurations.
+    for c in &tx_seen {
+        assert!(c.tx_notifications > 0 && c.tx_frames > 0, "{c:?}");
+        assert!(c.reject_bad_tx_notification > 0, "{c:?}");
+        assert!(c.reject_bad_tx_frame > 0, "{c:?}");
+        assert!(
+            c.config_notifications > 0 && c.reject_bad_config > 0,
+            "{c:?}"
+        );
+    }
+}
+
+/// One hostile run with this seed; returns the attacker's counters after
+/// checking that the victim was not disturbed.
+fn hostile_run(tag: &str, seed: u64) -> nic_emu::counters::AppCounters {
     let g = GeneratorConfig {
         count: Some(200_000),
         flows: 8,
@@ -123,7 +150,7 @@ fn hostile_application_cannot_disturb_another() {
         max_in_flight: Some(256),
         ..Default::default()
     };
-    let (cfg, _dir) = generator_device("hostile", g);
+    let (cfg, _dir) = generator_device(tag, g);
     let mut e = Engine::new(cfg).unwrap();
     // The victim: a well-behaved echo server bound to the generator's flows.
     let mut victim = Device::attach_engine(&mut e, opts(2)).unwrap();
@@ -145,8 +172,16 @@ fn hostile_application_cannot_disturb_another() {
         },
     );
     let info = raw.info.clone();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng(seed);
     let nb = layout::NBUF_QUEUE_BASE + info.nbuf_id;
+    // Its TX notification ring, set up as the library sets one up (so
+    // that the NIC reads what it writes there), 1 MiB into its region;
+    // its random register writes may move or disable it later.
+    let ring_off = 1usize << 20;
+    let entries = e.config().notif_ring_entries;
+    raw.write(layout::reg_addr(nb, reg::TX_MEM_LOW), ring_off as u32);
+    raw.write(layout::reg_addr(nb, reg::TX_MEM_HIGH), 0);
+    let mut tail = 0u32;
     let mut hostile = 0u64;
     let mut step = 0u64;
     while step < 5_000_000 {
@@ -182,9 +217,15 @@ fn hostile_application_cannot_disturb_another() {
                 hostile += 1;
             }
             raw.publish();
-            // Random TX notifications all over its region.
-            for _ in 0..16 {
-                let slot = (rng.next_u64() % (info.dma_len as u64 / 64)) as usize * 64;
+            // Random TX notifications all over its region, and as many in
+            // its ring, handed to the NIC by moving the ring's tail.
+            for i in 0..32 {
+                let slot = if i % 2 == 0 {
+                    (rng.next_u64() % (info.dma_len as u64 / 64)) as usize * 64
+                } else {
+                    tail = (tail + 1) % entries;
+                    ring_off + (tail as usize + entries as usize - 1) % entries as usize * 64
+                };
                 let n = raw.tx_notif(slot);
                 n.signal
                     .store((rng.next_u64() % 4) as u32, Ordering::Relaxed);
@@ -200,6 +241,9 @@ fn hostile_application_cannot_disturb_another() {
                 for a in &n.args {
                     a.store(rng.next_u64(), Ordering::Relaxed);
                 }
+            }
+            if raw.post(layout::reg_addr(nb, reg::TX_TAIL), tail) {
+                raw.publish();
             }
         }
         if hostile >= 400_000 && e.generators_finished() && step.is_multiple_of(64) {
@@ -231,6 +275,7 @@ fn hostile_application_cannot_disturb_another() {
         v.counters.reject_bad_register_value + v.counters.reject_foreign_register,
         0
     );
+    c.clone()
 }
 
 #[test]
