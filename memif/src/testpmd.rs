@@ -67,6 +67,17 @@ pub fn have_testpmd() -> bool {
     }
 }
 
+/// The counter `key` (e.g. `"RX-packets:"`) of the accumulated forward
+/// statistics testpmd prints when it stops, from its output `out`; `None`
+/// if there are none or they lack it.
+pub fn accumulated(out: &str, key: &str) -> Option<u64> {
+    let stats = out
+        .split("Accumulated forward statistics for all ports")
+        .nth(1)?;
+    let at = stats.find(key)? + key.len();
+    stats[at..].split_whitespace().next()?.parse().ok()
+}
+
 /// A running testpmd; killed on drop if still running.
 pub struct TestPmd {
     child: Child,
@@ -171,21 +182,9 @@ impl TestPmd {
         // Let the reader threads catch the last lines.
         std::thread::sleep(Duration::from_millis(200));
         let out = self.output();
-        let stats = out
-            .split("Accumulated forward statistics for all ports")
-            .nth(1)
-            .unwrap_or_else(|| panic!("no statistics in testpmd output:\n{out}"));
         let num = |key: &str| -> u64 {
-            let at = stats
-                .find(key)
-                .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
-                + key.len();
-            stats[at..]
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
+            accumulated(&out, key)
+                .unwrap_or_else(|| panic!("no {key} in the statistics of:\n{out}"))
         };
         (num("RX-packets:"), num("TX-packets:"), out)
     }

@@ -231,6 +231,7 @@ fn rows_of(backend: Backend, size: usize, setups: &[Setup], r: &InterleaveReport
             let name = s.name();
             let trials: Vec<&TrialResult> = r.measured().filter_map(|x| x.trial(&name)).collect();
             let mpps: Vec<f64> = trials.iter().map(|t| t.mpps()).collect();
+            let (lo, hi) = bench::stats::min_max(&mpps).unwrap_or((f64::INFINITY, 0.0));
             let extra = |k: &str| -> Vec<f64> {
                 trials
                     .iter()
@@ -249,8 +250,8 @@ fn rows_of(backend: Backend, size: usize, setups: &[Setup], r: &InterleaveReport
                 wire_size: size,
                 setup: name,
                 mpps: median(mpps.clone()),
-                min_mpps: mpps.iter().copied().fold(f64::INFINITY, f64::min),
-                max_mpps: mpps.iter().copied().fold(0.0, f64::max),
+                min_mpps: lo,
+                max_mpps: hi,
                 offered_mpps: median(extra("offered_mpps")),
                 compared_with: reference.map(|x| x.name()),
                 ratio_to_dpdk: ratio,

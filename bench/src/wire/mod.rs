@@ -35,7 +35,6 @@ pub mod emu;
 pub mod testpmd;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -196,11 +195,6 @@ impl WireEnv {
         self.backend
     }
 
-    fn socket(&self) -> PathBuf {
-        let n = TRIALS.fetch_add(1, Ordering::Relaxed);
-        self.dir.path().join(format!("memif-{n}.sock"))
-    }
-
     /// testpmd's `--vdev` for the side under test (`dut`) or the peer.
     fn vdev(&self, dut: bool, socket: &std::path::Path, server: bool) -> String {
         match self.backend {
@@ -319,8 +313,8 @@ impl WireEnv {
         // The peer's testpmd polls on core B; the side under test's on A.
         let peer_cores = (a, b);
         let dut_cores = (b, a);
-        let socket = self.socket();
-        let n = TRIALS.load(Ordering::Relaxed);
+        let n = TRIALS.fetch_add(1, Ordering::Relaxed);
+        let socket = self.dir.path().join(format!("memif-{n}.sock"));
         let mut extra = BTreeMap::new();
         let packets = match setup {
             Setup::Dpdk => {
@@ -519,12 +513,7 @@ fn drop_extras(extra: &mut BTreeMap<String, f64>, out: &emu::Outcome) {
     extra.insert("nic_drops".into(), out.nic_drops as f64);
 }
 
-/// The median, or 0 for none.
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+/// The median ([`crate::stats::median`]), or 0 for none.
+pub fn median(v: Vec<f64>) -> f64 {
+    crate::stats::median(&v).unwrap_or(0.0)
 }

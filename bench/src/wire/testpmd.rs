@@ -277,16 +277,10 @@ impl TestPmd {
             std::thread::sleep(Duration::from_millis(10));
         }
         let out = self.output();
-        let Some(stats) = out.split("Accumulated forward statistics").nth(1) else {
-            return Err(self.failure("printed no statistics"));
-        };
-        let num = |key: &str| -> Option<u64> {
-            let at = stats.find(key)? + key.len();
-            stats[at..].split_whitespace().next()?.parse().ok()
-        };
+        let num = |key: &str| memif::testpmd::accumulated(&out, key);
         match (num("RX-packets:"), num("TX-packets:"), num("TX-dropped:")) {
             (Some(rx), Some(tx), Some(tx_dropped)) => Ok(Totals { rx, tx, tx_dropped }),
-            _ => Err(self.failure("printed statistics this parser does not know")),
+            _ => Err(self.failure("printed no statistics this parser knows")),
         }
     }
 }
