@@ -27,7 +27,7 @@ use crate::results::Table;
 use crate::stats;
 
 /// `Duration` as integer nanoseconds in JSON.
-pub use nic_emu::host::duration_ns;
+pub use hostcpu::duration_ns;
 
 /// What one trial of one variant measured.
 ///

@@ -70,7 +70,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod cache;
-pub use nic_emu::host::{contention, placement, probe, stats, wait};
+pub use hostcpu::{contention, placement, probe, stats, wait};
 pub mod echo;
 pub mod emu;
 pub mod frames;

@@ -19,18 +19,18 @@
 //! drop, and PCIe transaction accounting.
 
 pub use enso_abi::{layout, shm, wire};
+/// Pinning threads to cores (the engine's thread, when asked).
+pub use hostcpu::cores;
 
 pub mod args;
 pub mod backend;
 pub mod cleanup;
 pub mod clock;
 pub mod config;
-pub mod cores;
 pub mod counters;
 pub mod devdir;
 pub mod device;
 pub mod engine;
-pub mod host;
 pub mod port;
 pub mod spec;
 pub mod steering;

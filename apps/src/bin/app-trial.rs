@@ -14,8 +14,8 @@ use enso_apps::bench_api::{
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
-use nic_emu::host::placement::Placement;
-use nic_emu::host::probe;
+use hostcpu::placement::Placement;
+use hostcpu::probe;
 
 #[derive(Parser)]
 #[command(

@@ -12,8 +12,8 @@ use clap::{Parser, ValueEnum};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
 use enso_apps::cli;
 use enso_apps::echo::Echo;
-use nic_emu::host::placement::Placement;
-use nic_emu::host::probe;
+use hostcpu::placement::Placement;
+use hostcpu::probe;
 use nic_emu::{
     DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, Stats, VerifyLevel,
     WireConfig,

@@ -1,4 +1,5 @@
-//! The host the emulation runs on: which cores the NIC engine and the
+//! The host the emulated NIC runs on: pinning a thread to a core
+//! ([`cores`]), which cores the NIC engine and the
 //! application get ([`placement`]), how close those cores are right now
 //! ([`probe`], a cross-core cache-line round trip), whether other work
 //! shared them ([`contention`]), and the small helpers these need.
@@ -9,6 +10,7 @@
 //! compares rates prints a probe beside them.
 
 pub mod contention;
+pub mod cores;
 pub mod placement;
 pub mod probe;
 pub mod stats;
