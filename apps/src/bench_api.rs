@@ -183,18 +183,10 @@ pub struct TrialOptions {
     pub log_load: LogLoad,
     /// KV: where the requests come from.
     pub kv_load: KvLoad,
-    /// Lines ahead of a pipe's tail the NIC evicts from its engine's caches
-    /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
-    pub evict_ahead_lines: u32,
-    /// Whether the NIC decides while it runs if evicting ahead pays
-    /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
-    pub evict_ahead_adaptive: bool,
-    /// How the NIC writes short frames into pipes, if fixed
-    /// ([`nic_emu::DeviceConfig::pipe_writes`]).
-    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
-    /// Whether the NIC evicts TX-pipe lines from its engine's caches once
-    /// read ([`nic_emu::DeviceConfig::evict_tx_lines`]).
-    pub evict_tx_lines: bool,
+    /// How the emulated NIC uses its CPU core ([`nic_emu::HostTuning`]),
+    /// recorded flat beside the trial's other settings.
+    #[serde(flatten)]
+    pub tuning: nic_emu::HostTuning,
 }
 
 /// Where the log monitor's traffic comes from.
@@ -371,10 +363,13 @@ impl LoadArgs {
         TrialOptions {
             log_load: self.log_load,
             kv_load: self.kv_load,
-            evict_ahead_lines: self.evict_ahead_lines,
-            evict_ahead_adaptive: !self.evict_ahead_always,
-            pipe_writes: self.pipe_writes,
-            evict_tx_lines: !self.keep_tx_lines,
+            tuning: nic_emu::HostTuning {
+                evict_ahead_lines: self.evict_ahead_lines,
+                evict_ahead_adaptive: !self.evict_ahead_always,
+                pipe_writes: self.pipe_writes,
+                evict_tx_lines: !self.keep_tx_lines,
+                ..opts.tuning
+            },
             generator_burst: self.generator_burst,
             line_rate_gbps: self.line_rate_gbps,
             ..opts
@@ -422,10 +417,7 @@ impl Default for TrialOptions {
             log_services: Vec::new(),
             log_load: LogLoad::Generator,
             kv_load: KvLoad::Generator,
-            evict_ahead_lines: nic_emu::config::DEFAULT_EVICT_AHEAD_LINES,
-            evict_ahead_adaptive: true,
-            pipe_writes: None,
-            evict_tx_lines: true,
+            tuning: nic_emu::HostTuning::default(),
         }
     }
 }
@@ -608,10 +600,7 @@ fn device_config(
         cfg.dir = d.clone();
     }
     cfg.notification_mode = opts.notification_mode;
-    cfg.evict_ahead_lines = opts.evict_ahead_lines;
-    cfg.evict_ahead_adaptive = opts.evict_ahead_adaptive;
-    cfg.pipe_writes = opts.pipe_writes;
-    cfg.evict_tx_lines = opts.evict_tx_lines;
+    cfg.tuning = opts.tuning;
     let _ = iface;
     Ok(cfg)
 }

@@ -30,8 +30,8 @@ use enso::app::{DriverError, PacketHandler, Verdict};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
 use enso_apps::echo::Echo;
 use nic_emu::{
-    DeviceConfig, GeneratorConfig, Nic, NotificationMode, RunOptions, SizeSpec, Stats, VerifyLevel,
-    WireConfig,
+    DeviceConfig, GeneratorConfig, HostTuning, Nic, NotificationMode, RunOptions, SizeSpec, Stats,
+    VerifyLevel, WireConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -98,18 +98,10 @@ pub struct RigConfig {
     pub notification_mode: NotificationMode,
     /// Emulated one-way interconnect latency, ns.
     pub interconnect_latency_ns: u64,
-    /// Lines ahead of a pipe's tail the engine evicts from its own caches
-    /// ([`nic_emu::DeviceConfig::evict_ahead_lines`]).
-    #[serde(default = "default_evict_ahead_lines")]
-    pub evict_ahead_lines: u32,
-    /// Whether the engine decides while it runs if evicting ahead pays
-    /// ([`nic_emu::DeviceConfig::evict_ahead_adaptive`]).
-    #[serde(default = "default_true")]
-    pub evict_ahead_adaptive: bool,
-    /// How the engine writes short frames into pipes, if fixed
-    /// ([`nic_emu::DeviceConfig::pipe_writes`]).
-    #[serde(default)]
-    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
+    /// How the emulation uses its CPU core ([`nic_emu::HostTuning`]),
+    /// recorded flat beside the rig's other settings.
+    #[serde(flatten)]
+    pub tuning: HostTuning,
     /// Packetized: RX descriptor ring entries per queue.
     pub rx_ring: u32,
     /// Packetized: TX descriptor ring entries per queue.
@@ -123,14 +115,6 @@ pub struct RigConfig {
     /// The generator stamps frames and records round-trip times.
     #[serde(default)]
     pub timestamps: bool,
-}
-
-fn default_evict_ahead_lines() -> u32 {
-    nic_emu::config::DEFAULT_EVICT_AHEAD_LINES
-}
-
-fn default_true() -> bool {
-    true
 }
 
 impl RigConfig {
@@ -149,9 +133,7 @@ impl RigConfig {
             rate_pps: None,
             notification_mode: NotificationMode::Reactive,
             interconnect_latency_ns: 0,
-            evict_ahead_lines: default_evict_ahead_lines(),
-            evict_ahead_adaptive: true,
-            pipe_writes: None,
+            tuning: HostTuning::default(),
             rx_ring: 4096,
             tx_ring: 1024,
             app_burst: 32,
@@ -204,9 +186,7 @@ impl RigConfig {
         let mut cfg = DeviceConfig::new(name, WireConfig::Generator(self.generator()));
         cfg.notification_mode = self.notification_mode;
         cfg.interconnect_latency_ns = self.interconnect_latency_ns;
-        cfg.evict_ahead_lines = self.evict_ahead_lines;
-        cfg.evict_ahead_adaptive = self.evict_ahead_adaptive;
-        cfg.pipe_writes = self.pipe_writes;
+        cfg.tuning = self.tuning;
         cfg
     }
 

@@ -131,9 +131,9 @@ impl Stepped {
         // The rounds decide how far the NIC runs ahead of the application:
         // it applies register writes in every step, and nothing depends on
         // the clock, so runs are deterministic.
-        dc.register_poll_flits = 0;
+        dc.tuning.register_poll_flits = 0;
         // Nor on the time each choice takes.
-        dc.evict_ahead_adaptive = false;
+        dc.tuning.evict_ahead_adaptive = false;
         let dir = dc.device_dir();
         let mut engine = Engine::new(dc)?;
         let opts = match cfg.interface {

@@ -398,13 +398,13 @@ pub fn summary(data: &[u8]) -> Stats {
         _ => NotificationMode::Reactive,
     };
     if flags & 8 != 0 {
-        cfg.register_poll_flits = 0;
+        cfg.tuning.register_poll_flits = 0;
     }
     // Deterministic: no cache maintenance, no time-based choice of it.
-    cfg.evict_ahead_lines = 0;
-    cfg.evict_ahead_adaptive = false;
-    cfg.evict_tx_lines = false;
-    cfg.pipe_writes = Some(PipeWriteMode::Plain);
+    cfg.tuning.evict_ahead_lines = 0;
+    cfg.tuning.evict_ahead_adaptive = false;
+    cfg.tuning.evict_tx_lines = false;
+    cfg.tuning.pipe_writes = Some(PipeWriteMode::Plain);
     let dir = cfg.device_dir();
     let mut e = Engine::new(cfg).expect("engine");
     let clock = Arc::new(AtomicU64::new(1_000_000));

@@ -287,6 +287,29 @@ pub struct DeviceConfig {
     pub desc_fetch: u32,
     /// Packetized interface: RX descriptor write-backs per TLP at most.
     pub desc_writeback: u32,
+    /// How the engine works around running on a CPU core rather than in
+    /// silicon (see [`HostTuning`]); serialised flat, beside the NIC's
+    /// own settings.
+    #[serde(flatten)]
+    pub tuning: HostTuning,
+}
+
+/// Settings that exist only because this NIC is emulated on a CPU core
+/// that shares caches, and a memory system built for CPUs, with the
+/// application's core. A device writes into host memory over PCIe: its
+/// writes invalidate the CPU's copies and it keeps no cache lines of its
+/// own; it reads registers when they are written. A core does neither by
+/// itself, so the engine (a) applies posted register writes in batches
+/// rather than after every frame, since looking costs it cache-line
+/// transfers a device does not pay, and (b) evicts, prefetches or
+/// bypasses cache lines so that its writes into pipes and its reads of
+/// TX data leave the lines where a device's DMA would. None of these
+/// changes what an application sees; they change how fast the emulation
+/// runs, and which way is fastest depends on where the host places the
+/// two cores. `docs/design/host-tuning.md` explains each and how its
+/// default was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostTuning {
     /// While the engine is busy it applies posted register writes (head and
     /// tail updates, doorbells) after writing this many flits of frames (at
     /// most an eighth of a pipe)...
@@ -332,11 +355,24 @@ pub struct DeviceConfig {
     pub evict_tx_lines: bool,
 }
 
+impl Default for HostTuning {
+    fn default() -> Self {
+        Self {
+            register_poll_flits: default_register_poll_flits(),
+            register_poll_ns: default_register_poll_ns(),
+            evict_ahead_lines: default_evict_ahead_lines(),
+            evict_ahead_adaptive: true,
+            pipe_writes: None,
+            evict_tx_lines: true,
+        }
+    }
+}
+
 fn default_true() -> bool {
     true
 }
 
-/// Default of [`DeviceConfig::evict_ahead_lines`]: 1 KiB ahead (the best
+/// Default of [`HostTuning::evict_ahead_lines`]: 1 KiB ahead (the best
 /// of 4..=1024 for 64 B echo and rx on the development machine; 4 and 8
 /// were much slower with the vCPUs apart, 64 and more ~5-15% slower).
 pub const DEFAULT_EVICT_AHEAD_LINES: u32 = 16;
@@ -345,9 +381,9 @@ fn default_evict_ahead_lines() -> u32 {
     DEFAULT_EVICT_AHEAD_LINES
 }
 
-/// Default of [`DeviceConfig::register_poll_flits`].
+/// Default of [`HostTuning::register_poll_flits`].
 pub const DEFAULT_REGISTER_POLL_FLITS: u32 = 1024;
-/// Default of [`DeviceConfig::register_poll_ns`].
+/// Default of [`HostTuning::register_poll_ns`].
 pub const DEFAULT_REGISTER_POLL_NS: u64 = 50_000;
 
 fn default_register_poll_flits() -> u32 {
@@ -373,12 +409,7 @@ impl DeviceConfig {
             pcie: pcie_model::LinkConfig::default(),
             desc_fetch: 4,
             desc_writeback: 1,
-            register_poll_flits: default_register_poll_flits(),
-            register_poll_ns: default_register_poll_ns(),
-            evict_ahead_lines: default_evict_ahead_lines(),
-            evict_ahead_adaptive: true,
-            pipe_writes: None,
-            evict_tx_lines: true,
+            tuning: HostTuning::default(),
         }
     }
 
@@ -419,10 +450,10 @@ impl DeviceConfig {
                 _ => {}
             }
         }
-        if self.evict_ahead_lines as usize > self.pipe_size / 64 / 2 {
+        if self.tuning.evict_ahead_lines as usize > self.pipe_size / 64 / 2 {
             return Err(format!(
                 "evicting {} lines ahead: at most half a pipe ({} lines)",
-                self.evict_ahead_lines,
+                self.tuning.evict_ahead_lines,
                 self.pipe_size / 64 / 2
             ));
         }
@@ -605,11 +636,11 @@ mod tests {
         let mut cfg = DeviceConfig::new("evict", WireConfig::Loopback);
         cfg.pipe_size = 4096; // 64 lines
         for ok in [0, 1, 32] {
-            cfg.evict_ahead_lines = ok;
+            cfg.tuning.evict_ahead_lines = ok;
             assert_eq!(cfg.validate(), Ok(()), "{ok}");
         }
         for bad in [33, u32::MAX] {
-            cfg.evict_ahead_lines = bad;
+            cfg.tuning.evict_ahead_lines = bad;
             let e = cfg.validate().expect_err("distance beyond half a pipe");
             assert!(e.contains("at most half a pipe (32 lines)"), "{e}");
         }
@@ -617,6 +648,6 @@ mod tests {
         let mut v = serde_json::to_value(DeviceConfig::new("old", WireConfig::Loopback)).unwrap();
         v.as_object_mut().unwrap().remove("evict_ahead_lines");
         let back: DeviceConfig = serde_json::from_value(v).unwrap();
-        assert_eq!(back.evict_ahead_lines, DEFAULT_EVICT_AHEAD_LINES);
+        assert_eq!(back.tuning.evict_ahead_lines, DEFAULT_EVICT_AHEAD_LINES);
     }
 }

@@ -205,7 +205,7 @@ pub struct EngineCounters {
     /// Frames the engine moved into pipes or onto the wire.
     pub frames: u64,
     /// Whether the engine evicts pipe lines ahead of the tail at the
-    /// moment ([`crate::DeviceConfig::evict_ahead_lines`]).
+    /// moment ([`crate::HostTuning::evict_ahead_lines`]).
     #[serde(default)]
     pub evict_ahead_on: bool,
     /// How the engine writes frames of one or two lines into frame pipes
@@ -213,7 +213,7 @@ pub struct EngineCounters {
     #[serde(default)]
     pub pipe_writes: PipeWriteMode,
     /// Times the engine changed its mind about evicting ahead
-    /// ([`crate::DeviceConfig::evict_ahead_adaptive`]).
+    /// ([`crate::HostTuning::evict_ahead_adaptive`]).
     #[serde(default)]
     pub evict_ahead_switches: u64,
     /// Of `frames`, those the generator's runs wrote (frames that follow

@@ -37,8 +37,8 @@ pub mod steering;
 pub mod testframe;
 
 pub use config::{
-    DeviceConfig, GeneratorConfig, NotificationMode, ReplayFrames, SizeSpec, VerifyLevel,
-    WireConfig,
+    DeviceConfig, GeneratorConfig, HostTuning, NotificationMode, ReplayFrames, SizeSpec,
+    VerifyLevel, WireConfig,
 };
 pub use counters::{PipeWriteMode, Stats};
 pub use device::{Nic, NicControl, RunOptions};

@@ -57,36 +57,8 @@ enum Cmd {
         /// Emulated one-way interconnect latency (whole ns, 0..=1000000000).
         #[arg(long, default_value_t = 0)]
         latency_ns: u64,
-        /// While saturated, apply posted register writes after this many
-        /// flits of received frames (0: every step, as when not saturated).
-        #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_FLITS)]
-        register_poll_flits: u32,
-        /// ... or after this many ns, whichever comes first (0: every step).
-        #[arg(long, default_value_t = nic_emu::config::DEFAULT_REGISTER_POLL_NS)]
-        register_poll_ns: u64,
-        /// For each 64 B frame written into a pipe, evict the pipe line this
-        /// many lines ahead from the engine's own caches (0: never; at most
-        /// half a pipe). Keeps an RX-only application from stalling the
-        /// engine when the two cores are in different core complexes.
-        #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
-        evict_ahead_lines: u32,
-        /// Always evict ahead (see --evict-ahead-lines). By default the
-        /// engine compares, every so often while it runs, its busy time per
-        /// frame with and without evicting and keeps the cheaper: which one
-        /// is depends on where the host places the engine's and the
-        /// application's cores, and it can move them during a run.
-        #[arg(long)]
-        evict_ahead_always: bool,
-        /// Write frames of one or two lines into pipes this way throughout,
-        /// rather than let the engine choose while it runs (overrides
-        /// --evict-ahead-always).
-        #[arg(long, value_enum)]
-        pipe_writes: Option<nic_emu::PipeWriteMode>,
-        /// Keep the lines of TX-pipe data the engine has read in its caches
-        /// (by default it evicts them, so that the application's next write
-        /// there does not stall on the engine's copy).
-        #[arg(long)]
-        keep_tx_lines: bool,
+        #[command(flatten)]
+        tuning: nic_emu::args::HostTuningArgs,
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
@@ -157,12 +129,7 @@ fn run(cli: Cli) -> Result<(), String> {
             notif_entries,
             mode,
             latency_ns,
-            register_poll_flits,
-            register_poll_ns,
-            evict_ahead_lines,
-            evict_ahead_always,
-            pipe_writes,
-            keep_tx_lines,
+            tuning,
             core,
             duration_s,
             json,
@@ -179,12 +146,7 @@ fn run(cli: Cli) -> Result<(), String> {
             cfg.notif_ring_entries = notif_entries;
             cfg.notification_mode = mode;
             cfg.interconnect_latency_ns = latency_ns;
-            cfg.register_poll_flits = register_poll_flits;
-            cfg.register_poll_ns = register_poll_ns;
-            cfg.evict_ahead_lines = evict_ahead_lines;
-            cfg.evict_ahead_adaptive = !evict_ahead_always;
-            cfg.pipe_writes = pipe_writes;
-            cfg.evict_tx_lines = !keep_tx_lines;
+            cfg.tuning = tuning.tuning();
             cfg.validate()?;
             if let Some(c) = core {
                 let usable = nic_emu::cores::usable_cores();

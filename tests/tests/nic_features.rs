@@ -302,7 +302,7 @@ fn generator_measures_round_trip_times() {
     cfg.notification_mode = nic_emu::NotificationMode::PerPacket;
     // And the engine applies the TX tail write in the very next step, even
     // though its generator keeps it busy.
-    cfg.register_poll_flits = 0;
+    cfg.tuning.register_poll_flits = 0;
     let mut e = Engine::new(cfg).unwrap();
     let t = Arc::new(AtomicU64::new(1_000_000));
     e.set_clock(Clock::Manual(t.clone()));
@@ -445,8 +445,8 @@ fn step_applying_a_head_write(burst: usize, poll_flits: u32) -> usize {
         ..Default::default()
     };
     let (mut cfg, _d) = device("poll", vec![WireConfig::Generator(g)]);
-    cfg.register_poll_flits = poll_flits;
-    cfg.register_poll_ns = u64::MAX;
+    cfg.tuning.register_poll_flits = poll_flits;
+    cfg.tuning.register_poll_ns = u64::MAX;
     let mut e = Engine::new(cfg).unwrap();
     e.set_clock(Clock::Manual(Arc::new(AtomicU64::new(1_000_000))));
     let mut dev = Device::attach_engine(&mut e, opts()).unwrap();

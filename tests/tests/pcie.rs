@@ -25,7 +25,7 @@ fn enso_echo_with_k_packets_per_notification_matches_the_model() {
         };
         let (mut cfg, _d) = generator_device("pcie-enso", g);
         // The scenario needs every register write applied in the next step.
-        cfg.register_poll_flits = 0;
+        cfg.tuning.register_poll_flits = 0;
         let mut e = Engine::new(cfg).unwrap();
         let mut dev = Device::attach_engine(&mut e, opts(1)).unwrap();
         dev.set_prefetch(false);
@@ -96,7 +96,7 @@ fn packetized_echo_with_full_bursts_matches_the_model() {
         cfg.desc_writeback = w;
         cfg.desc_fetch = 4;
         // The scenario needs every doorbell applied in the next step.
-        cfg.register_poll_flits = 0;
+        cfg.tuning.register_poll_flits = 0;
         let mut e = Engine::new(cfg).unwrap();
         let dev = Device::attach_engine(&mut e, pkt_opts(1, 1024)).unwrap();
         let mut d = PacketizedDriver::new(dev, 32);

@@ -53,8 +53,8 @@ fn stepped(interface: Interface, traced: bool, writes: Option<PipeWriteMode>) ->
     let (mut cfg, _dir) = generator_device("runs", g);
     // Posted register writes are applied every step (by default a busy
     // engine looks at them after a while, measured in real time).
-    cfg.register_poll_flits = 0;
-    cfg.pipe_writes = writes;
+    cfg.tuning.register_poll_flits = 0;
+    cfg.tuning.pipe_writes = writes;
     let mut e = Engine::new(cfg).unwrap();
     if traced {
         e.enable_trace();

@@ -265,9 +265,9 @@ fn plans(args: &EchoArgs) -> Result<(Vec<usize>, Vec<EchoPlan>), String> {
             rig.flows = args.flows;
             rig.window = Some(args.window);
             rig.burst = args.burst as usize;
-            rig.evict_ahead_lines = args.evict_ahead_lines;
-            rig.evict_ahead_adaptive = !args.evict_ahead_always;
-            rig.pipe_writes = args.pipe_writes;
+            rig.tuning.evict_ahead_lines = args.evict_ahead_lines;
+            rig.tuning.evict_ahead_adaptive = !args.evict_ahead_always;
+            rig.tuning.pipe_writes = args.pipe_writes;
             EchoPlan {
                 interfaces: interfaces.clone(),
                 rig,

@@ -114,9 +114,9 @@ impl EmuRun {
             // runs on another core (its next write then finds no copy in
             // the engine's core to invalidate); on the same core they only
             // cost, so the stepped NIC does none.
-            cfg.evict_tx_lines = false;
-            cfg.evict_ahead_lines = 0;
-            cfg.evict_ahead_adaptive = false;
+            cfg.tuning.evict_tx_lines = false;
+            cfg.tuning.evict_ahead_lines = 0;
+            cfg.tuning.evict_ahead_adaptive = false;
         }
         let engine_core = placement.core_a;
         let build = move || -> Result<Built, String> {

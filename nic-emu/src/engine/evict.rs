@@ -24,7 +24,7 @@
 //!
 //! Which of the two is cheaper thus depends on the placement, and the host
 //! moves the vCPUs during a run. So by default
-//! (`DeviceConfig::evict_ahead_adaptive`) the engine measures, every 10 to
+//! (`HostTuning::evict_ahead_adaptive`) the engine measures, every 10 to
 //! 160 ms, its busy time per frame with and without the eviction and keeps
 //! the cheaper ([`AheadChooser`]). Telemetry's Ensō side (RX only, 64 B),
 //! 40 interleaved trials with the vCPUs close: 47-56 Mpps adaptive, 33-56
@@ -64,7 +64,7 @@
 //! the engine and rewritten by the application a lap later, needs the
 //! application to invalidate the engine's copy first. So once a TX
 //! notification's data that lies outside the application's RX pipes is
-//! transmitted, the engine evicts its lines (`DeviceConfig::evict_tx_lines`):
+//! transmitted, the engine evicts its lines (`HostTuning::evict_tx_lines`):
 //! with the vCPUs apart, the KV server on Ensō went from 125-145 to 66-68 ns
 //! per request; with them close nothing measurable changed.
 //!

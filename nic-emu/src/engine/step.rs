@@ -47,7 +47,7 @@ pub struct Engine {
     /// Work (frames, register writes) done by the last step; 0: it was idle.
     last_step_work: usize,
     /// `Core::flits_in` and the time when the engine last looked at posted
-    /// register writes (see [`DeviceConfig::register_poll_flits`]), and how
+    /// register writes (see [`crate::HostTuning::register_poll_flits`]), and how
     /// many flits it may write before it looks again.
     flits_at_poll: u64,
     last_poll_ns: u64,
@@ -89,7 +89,7 @@ impl Engine {
             latency: cfg.interconnect_latency_ns,
             per_packet: cfg.notification_mode.per_packet(),
             evict_ahead: if evict::supported() {
-                cfg.evict_ahead_lines as usize * FLIT
+                cfg.tuning.evict_ahead_lines as usize * FLIT
             } else {
                 0
             },
@@ -98,7 +98,7 @@ impl Engine {
             pipe_writes: PipeWriteMode::Plain,
             unfenced: false,
             short_frames: 0,
-            evict_tx: cfg.evict_tx_lines && evict::supported(),
+            evict_tx: cfg.tuning.evict_tx_lines && evict::supported(),
             pipe_flits,
             pipe_size: cfg.pipe_size,
             ring_mask: cfg.notif_ring_entries - 1,
@@ -125,18 +125,17 @@ impl Engine {
             bytes: core.evict_ahead,
             // Where the CPU prefetches for writing, that is the way
             // throughout (see `evict`); elsewhere the engine chooses.
-            chooser: (cfg.evict_ahead_adaptive && !evict::prefetch_for_write_supported()).then(
-                || {
+            chooser: (cfg.tuning.evict_ahead_adaptive && !evict::prefetch_for_write_supported())
+                .then(|| {
                     let modes = if evict::non_temporal_supported() {
                         evict::MODES
                     } else {
                         evict::MODES_CACHED
                     };
                     evict::AheadChooser::new(crate::monotonic_ns(), modes)
-                },
-            ),
+                }),
         });
-        let fixed = cfg.pipe_writes;
+        let fixed = cfg.tuning.pipe_writes;
         let mut engine = Self {
             ahead,
             core,
@@ -158,7 +157,7 @@ impl Engine {
             (None, Some(a)) => {
                 let mode = match &a.chooser {
                     Some(c) => c.mode(),
-                    None if engine.cfg.evict_ahead_adaptive => PipeWriteMode::PrefetchAhead,
+                    None if engine.cfg.tuning.evict_ahead_adaptive => PipeWriteMode::PrefetchAhead,
                     None => PipeWriteMode::EvictAhead,
                 };
                 engine.core.set_pipe_writes(mode, a.bytes);
@@ -202,7 +201,7 @@ impl Engine {
         // room, so deferring never costs a frame.
         let poll = self.last_step_work < SATURATED_STEP_WORK
             || self.core.flits_in - self.flits_at_poll >= self.poll_flits
-            || now.saturating_sub(self.last_poll_ns) >= self.cfg.register_poll_ns;
+            || now.saturating_sub(self.last_poll_ns) >= self.cfg.tuning.register_poll_ns;
         if poll {
             work += self.poll_registers(now);
         }
@@ -418,7 +417,7 @@ impl Engine {
     /// Fixes how frames of one or two lines are written into frame pipes
     /// (see [`PipeWriteMode`]) and stops the engine choosing it as it runs:
     /// for experiments and tests that need the same way throughout
-    /// ([`DeviceConfig::pipe_writes`] calls it at the start).
+    /// ([`crate::HostTuning::pipe_writes`] calls it at the start).
     /// `EvictAhead` and `PrefetchAhead` do nothing ahead where the device
     /// evicts nothing (`evict_ahead_lines` 0, or no `clflushopt`);
     /// `NonTemporal` writes with ordinary stores on CPUs without
@@ -459,7 +458,7 @@ impl Engine {
 /// in-flight window (a closed loop that waits on register writes for its
 /// window to reopen would otherwise be paced by the looks, not the NIC).
 fn poll_flits(cfg: &DeviceConfig) -> u64 {
-    let mut n = u64::from(cfg.register_poll_flits).min((cfg.pipe_size / FLIT / 8) as u64);
+    let mut n = u64::from(cfg.tuning.register_poll_flits).min((cfg.pipe_size / FLIT / 8) as u64);
     for w in &cfg.ports {
         if let crate::config::WireConfig::Generator(g) = w {
             if let Some(window) = g.max_in_flight {
@@ -484,9 +483,9 @@ mod tests {
     fn a_saturated_engine_looks_at_registers_within_an_eighth_of_a_pipe() {
         let mut cfg = DeviceConfig::new("t", WireConfig::Null);
         cfg.pipe_size = 1 << 20; // 16384 flits: an eighth is 2048
-        cfg.register_poll_flits = 1024;
+        cfg.tuning.register_poll_flits = 1024;
         assert_eq!(poll_flits(&cfg), 1024);
-        cfg.register_poll_flits = 100_000;
+        cfg.tuning.register_poll_flits = 100_000;
         assert_eq!(poll_flits(&cfg), 2048);
     }
 
@@ -494,7 +493,7 @@ mod tests {
     fn and_within_a_quarter_of_any_generators_window() {
         let mut cfg = DeviceConfig::new("t", WireConfig::Null);
         cfg.pipe_size = 1 << 20;
-        cfg.register_poll_flits = 1024;
+        cfg.tuning.register_poll_flits = 1024;
         let window = |w| {
             WireConfig::Generator(GeneratorConfig {
                 max_in_flight: w,
