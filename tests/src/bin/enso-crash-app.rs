@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use enso::{Device, DeviceOptions};
-use nic_emu::testframe::TestFrames;
+use nic_emu::testframe::{FrameKind, TestFrames};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Interface {
@@ -58,6 +58,10 @@ struct Args {
     /// Send every frame back unchanged.
     #[arg(long)]
     echo: bool,
+    /// Also send frames of the bound flow out of this port, one 64 B frame
+    /// a send, whenever the TX pipe has room for one (Ensō only).
+    #[arg(long)]
+    send_port: Option<u32>,
 }
 
 /// What the device gave the application.
@@ -88,6 +92,8 @@ pub struct Done {
     pub fallback: u64,
     /// Frames sent back.
     pub echoed: u64,
+    /// Frames sent out of `--send-port`.
+    pub sent: u64,
 }
 
 /// Checks frames of one flow.
@@ -150,7 +156,8 @@ fn run(a: &Args) -> Result<(), String> {
     let opts = if enso {
         DeviceOptions {
             pipes: 2,
-            tx_pipes: 0,
+            tx_pipes: u32::from(a.send_port.is_some()),
+            tx_pipe_size: 64 << 10,
             ..Default::default()
         }
     } else {
@@ -198,8 +205,12 @@ fn run(a: &Args) -> Result<(), String> {
         if a.fallback {
             dev.alloc_rxtx_pipe(true).map_err(|e| e.to_string())?;
         }
+        let send = match a.send_port {
+            Some(port) => Some((dev.alloc_tx_pipe().map_err(|e| e.to_string())?, port)),
+            None => None,
+        };
         say(&format!("ready {ready}"))?;
-        serve_enso(&mut dev, bound, a.echo, &mut ck, &stop)?;
+        serve_enso(&mut dev, bound, a.echo, send, &mut ck, &stop)?;
     } else {
         let bound = dev.alloc_queue(0, false).map_err(|e| e.to_string())?;
         dev.bind_queue(bound, rule).map_err(|e| e.to_string())?;
@@ -252,12 +263,25 @@ fn serve_enso(
     dev: &mut Device,
     bound: enso::RxTxPipe,
     echo: bool,
+    send: Option<(enso::TxPipe, u32)>,
     ck: &mut Checker,
     stop: &AtomicBool,
 ) -> Result<(), String> {
     let mut pace = Pace::new();
     while !stop.load(Ordering::Relaxed) {
         let mut got = false;
+        if let Some((tx, port)) = send {
+            for _ in 0..32 {
+                if dev.tx_space(tx).map_err(|e| e.to_string())? < 64 {
+                    break;
+                }
+                let b = dev.tx_buf(tx, 64).map_err(|e| e.to_string())?;
+                let (seq, flow) = (ck.done.sent, ck.flow);
+                let n = ck.frames.build(FrameKind::Ipv4Udp, seq, flow, 64, b);
+                dev.send(tx, n, port).map_err(|e| e.to_string())?;
+                ck.done.sent += 1;
+            }
+        }
         while let Some(p) = dev.next_rxtx_pipe_with_data().map_err(|e| e.to_string())? {
             let bytes = {
                 let b = dev.recv(p).map_err(|e| e.to_string())?;
