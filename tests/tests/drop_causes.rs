@@ -261,3 +261,33 @@ fn frames_a_full_wire_fifo_cannot_hold_are_dropped_and_counted() {
     assert_eq!(s.drops()["wire_fifo_full"], 100);
     assert_eq!(s.total_drops(), 100, "{:?}", s.drops());
 }
+
+#[test]
+fn tx_descriptors_a_rate_limit_holds_back_at_a_detach_are_counted() {
+    let (mut e, _dir) = device("detach-desc", vec![WireConfig::Null]);
+    let mut dev = Device::attach_engine(&mut e, pkt_opts(1, 64)).expect("attach");
+    let q = dev.alloc_queue(0, false).expect("queue");
+    // One flit every 5 ms.
+    dev.set_rate_limit(0, Some((1, 1_000_000)))
+        .expect("rate limit");
+    e.run_until_idle(100);
+    let tf = TestFrames::new(1, 0);
+    let mut v = Vec::new();
+    for seq in 0..10 {
+        let mut m = dev.alloc_mbuf(64).expect("a free buffer");
+        tf.build(FrameKind::Ipv4Udp, seq, 0, 64, dev.mbuf_data_mut(&mut m));
+        v.push(m);
+    }
+    assert_eq!(dev.tx_burst(q, &mut v).expect("tx_burst"), 10);
+    let id = e.app_ids()[0];
+    assert!(e.detach(id));
+    let s = e.stats();
+    let sent = s.ports[0].counters.tx_frames;
+    let held = s.detached_apps.tx_descriptors_discarded;
+    // What the limit let through went out; the rest is counted, not lost.
+    assert!(sent < 10 && held > 0, "sent {sent}, held back {held}");
+    assert_eq!(sent + held, 10);
+    assert_eq!(s.detached_queues.tx_frames, sent);
+    assert_eq!(s.drops()["tx_descriptors_discarded_on_detach"], held);
+    assert_eq!(s.total_drops(), held, "{:?}", s.drops());
+}
