@@ -610,3 +610,39 @@ fn a_nic_stopped_for_seconds_under_load_resumes_and_its_applications_carry_on() 
     assert_eq!(s.detached_apps.tx_notifications_discarded, 0);
     nic.quit();
 }
+
+#[test]
+fn an_application_waiting_on_a_stopped_nic_notices_its_death_at_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut nic = TestNic::start(
+        "waitdeath",
+        &["generator:size=64,flows=1,pps=20000,echo=0", "null"],
+        1 << 20,
+    );
+    let mut sender = app_with(&nic, "enso", 0, 1, false, false, &["--send-port", "1"]);
+    ready(&sender);
+    nic.wait_for("the rule", LONG, |s| s.flow_rules == 1);
+    nic.command("go");
+    wait_count(&sender, 100, LONG);
+    nic.wait_for("the sender's frames", LONG, |s| {
+        s.ports[1].counters.tx_discarded > 1000
+    });
+    // Stopped, the NIC completes nothing: the sender fills its TX pipe and
+    // its credits and waits. Then the NIC dies.
+    nic.p.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(sender.exited().is_none(), "{}", sender.stderr());
+    let killed = Instant::now();
+    nic.p.kill();
+    let st = sender.wait(LONG);
+    let took = killed.elapsed();
+    let err = sender.stderr();
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("enso-crash-app: ") && err.contains("device gone"),
+        "{err}"
+    );
+    // Its wait looks every 10 ms; the stall timeout (10 s) is not waited out.
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
