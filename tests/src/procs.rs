@@ -16,6 +16,9 @@ pub struct Proc {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// The thread reading stderr: joined once the process has exited, so
+    /// that [`Proc::stderr`] then holds all of it.
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     /// The last `count N` line read.
     count: std::cell::Cell<Option<u64>>,
     reaped: bool,
@@ -42,7 +45,7 @@ impl Proc {
         });
         let stderr = Arc::new(Mutex::new(String::new()));
         let (err, sink) = (child.stderr.take().expect("piped stderr"), stderr.clone());
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut s = String::new();
             let _ = BufReader::new(err).read_to_string(&mut s);
             sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&s);
@@ -53,6 +56,7 @@ impl Proc {
             child,
             lines,
             stderr,
+            stderr_reader: Some(stderr_reader),
             count: std::cell::Cell::new(None),
             reaped: false,
         }
@@ -131,10 +135,16 @@ impl Proc {
         assert_eq!(r, 0, "{}: kill({sig}) failed", self.name);
     }
 
-    /// Whether it has exited (reaping it if so).
+    /// Whether it has exited (reaping it, and reading the rest of its
+    /// stderr, if so).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         let s = self.child.try_wait().expect("try_wait")?;
         self.reaped = true;
+        // Its stderr ends with it (none of these processes leaves a child
+        // holding it).
+        if let Some(t) = self.stderr_reader.take() {
+            let _ = t.join();
+        }
         Some(s)
     }
 
