@@ -67,8 +67,8 @@ fn device_with(dir: &Path, app: &mut dyn FnMut() -> Child) -> (Child, Child) {
 }
 
 /// Waits for `child` to exit, for at most `limit` (then kills it and
-/// fails); returns its status and standard error.
-fn wait_at_most(mut child: Child, limit: Duration, app: &str) -> (ExitStatus, String) {
+/// fails); returns its status, its standard error and how long it took.
+fn wait_at_most(mut child: Child, limit: Duration, app: &str) -> (ExitStatus, String, Duration) {
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -79,8 +79,9 @@ fn wait_at_most(mut child: Child, limit: Duration, app: &str) -> (ExitStatus, St
             let _ = child.wait();
             panic!("{app} still running {limit:?} after its device died");
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     };
+    let took = start.elapsed();
     let mut err = String::new();
     child
         .stderr
@@ -88,26 +89,50 @@ fn wait_at_most(mut child: Child, limit: Duration, app: &str) -> (ExitStatus, St
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    (status, err)
+    (status, err, took)
 }
+
+/// How long an application may take to notice that its device died and
+/// exit: they look every 10 ms (`cli::ALIVE_CHECK`), so a second or two is
+/// ample even on a loaded host, and far short of any timeout of theirs.
+const NOTICE: Duration = Duration::from_secs(3);
 
 #[test]
 fn the_apps_fail_when_their_device_dies() {
-    for (app, bin, extra) in [
-        ("echo", env!("CARGO_BIN_EXE_echo"), &[][..]),
+    // Every server on both interfaces, and the clients (which send through
+    // Ensō TX pipes only).
+    let servers: [(&str, &str, &[&str]); 5] = [
+        ("echo", env!("CARGO_BIN_EXE_echo"), &[]),
         (
             "maglev",
             env!("CARGO_BIN_EXE_maglev"),
-            &["--backend-count", "4"][..],
+            &["--backend-count", "4"],
         ),
         (
-            "log-client",
-            env!("CARGO_BIN_EXE_log-client"),
-            &["--passes", "0"][..],
+            "kv",
+            env!("CARGO_BIN_EXE_kv"),
+            &["--log-mb", "1", "--buckets", "1024"],
         ),
-        // Nothing answers its requests here: it waits on a full window.
-        ("kv-client", env!("CARGO_BIN_EXE_kv-client"), &[][..]),
-    ] {
+        ("telemetry", env!("CARGO_BIN_EXE_telemetry"), &[]),
+        ("logmon", env!("CARGO_BIN_EXE_logmon"), &[]),
+    ];
+    let mut runs: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for (app, bin, extra) in servers {
+        for interface in ["enso", "packetized"] {
+            let mut args = vec!["--interface", interface];
+            args.extend_from_slice(extra);
+            runs.push((app, bin, args));
+        }
+    }
+    runs.push((
+        "log-client",
+        env!("CARGO_BIN_EXE_log-client"),
+        vec!["--passes", "0"],
+    ));
+    // Nothing answers its requests here: it waits on a full window.
+    runs.push(("kv-client", env!("CARGO_BIN_EXE_kv-client"), vec![]));
+    let mut took = Vec::new();
+    for (app, bin, extra) in &runs {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_str().unwrap().to_string();
         // No --duration-s: they would run until killed.
@@ -124,11 +149,16 @@ fn the_apps_fail_when_their_device_dies() {
         std::thread::sleep(Duration::from_millis(300));
         dev.kill().unwrap();
         dev.wait().unwrap();
-        let (status, err) = wait_at_most(child, Duration::from_secs(10), app);
-        assert_eq!(status.code(), Some(1), "{app}: {err}");
+        let what = format!("{app} {}", extra.join(" "));
+        let (status, err, t) = wait_at_most(child, Duration::from_secs(10), &what);
+        assert_eq!(status.code(), Some(1), "{what}: {err}");
         assert_eq!(
             err,
-            format!("{app}: device gone: it was stopped or its process exited\n")
+            format!("{app}: device gone: it was stopped or its process exited\n"),
+            "{what}"
         );
+        assert!(t <= NOTICE, "{what} took {t:?} to notice");
+        took.push((what, t));
     }
+    eprintln!("exits after the device died: {took:?}");
 }

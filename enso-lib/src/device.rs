@@ -18,7 +18,7 @@ use enso_abi::shm::MirrorMap;
 use enso_abi::wire::FiveTuple;
 use memmap2::MmapRaw;
 
-use crate::error::FreeError;
+use crate::error::{DeviceError, FreeError};
 use liveness::Keepalive;
 
 mod alloc;
@@ -36,8 +36,45 @@ pub use attach::DeviceOptions;
 
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;
-/// How long to wait for the device before calling it stalled.
-const STALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long to wait for a device that is still there before calling it
+/// stalled: long enough for a device process that was stopped or
+/// descheduled for seconds (job control, a debugger, a loaded host) to
+/// resume, which is not a stall. A device that is gone is noticed within
+/// [`ALIVE_EVERY`] of the wait ([`Wait`]).
+const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a wait for the device checks that it is still there.
+const ALIVE_EVERY: Duration = Duration::from_millis(10);
+
+/// A bounded wait for the device: [`Wait::check`] in each round of the
+/// wait fails once the device is gone, or after [`STALL_TIMEOUT`].
+struct Wait {
+    start: std::time::Instant,
+    alive_at: std::time::Instant,
+}
+
+impl Wait {
+    fn new() -> Self {
+        let now = std::time::Instant::now();
+        Self {
+            start: now,
+            alive_at: now,
+        }
+    }
+
+    /// `Err(Gone)` once the device is gone, `Err(stall)` after the stall
+    /// timeout, else `Ok` (go on waiting).
+    fn check(&mut self, dev: &Device, stall: DeviceError) -> Result<(), DeviceError> {
+        let now = std::time::Instant::now();
+        if now - self.start > STALL_TIMEOUT {
+            return Err(dev.stalled(stall));
+        }
+        if now - self.alive_at >= ALIVE_EVERY {
+            self.alive_at = now;
+            dev.check_alive()?;
+        }
+        Ok(())
+    }
+}
 
 /// An RX pipe of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

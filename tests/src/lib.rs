@@ -2,6 +2,8 @@
 //! directories, and a stepped echo loop (engine step, then application poll)
 //! that makes runs deterministic.
 
+pub mod procs;
+
 use enso::{Device, DeviceOptions, RxTxPipe};
 use nic_emu::testframe::TestFrames;
 use nic_emu::{DeviceConfig, Engine, GeneratorConfig, WireConfig};

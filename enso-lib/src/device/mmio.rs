@@ -2,11 +2,10 @@
 //! handle writes the NIC's registers.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use enso_abi::layout::{MmioQueue, MMIO_QUEUE_LEN};
 
-use super::{Device, STALL_TIMEOUT};
+use super::{Device, Wait};
 use crate::error::DeviceError;
 
 impl Device {
@@ -22,7 +21,7 @@ impl Device {
     #[inline]
     pub(crate) fn mmio_write(&mut self, addr: u32, value: u32) -> Result<(), DeviceError> {
         if self.mmio_prod.wrapping_sub(self.mmio_cons) as usize >= MMIO_QUEUE_LEN {
-            let start = Instant::now();
+            let mut wait = Wait::new();
             loop {
                 // SYNC POINT B (Acquire): pairs with the NIC's Release store
                 // of `consumer` after it copied the entries out.
@@ -30,9 +29,7 @@ impl Device {
                 if (self.mmio_prod.wrapping_sub(self.mmio_cons) as usize) < MMIO_QUEUE_LEN {
                     break;
                 }
-                if start.elapsed() > STALL_TIMEOUT {
-                    return Err(self.stalled(DeviceError::MmioStalled));
-                }
+                wait.check(self, DeviceError::MmioStalled)?;
                 std::hint::spin_loop();
             }
         }

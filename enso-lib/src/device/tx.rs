@@ -2,12 +2,11 @@
 //! RX/TX pipes and sends from TX pipes.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use enso_abi::layout::{self, reg, reg_addr, signal};
 use enso_abi::wire::FLIT;
 
-use super::{Device, RxTxPipe, TxPipe, TxRecord, STALL_TIMEOUT};
+use super::{Device, RxTxPipe, TxPipe, TxRecord, Wait};
 use crate::error::{DeviceError, SendError};
 
 /// Largest TX notification the library sends (as the real library).
@@ -19,15 +18,13 @@ impl Device {
     pub(super) fn tx_slot(&mut self) -> Result<u32, DeviceError> {
         if self.tx_inflight >= self.tx_credits {
             self.flush_tx()?;
-            let start = Instant::now();
+            let mut wait = Wait::new();
             loop {
                 self.reap_completions()?;
                 if self.tx_inflight < self.tx_credits {
                     break;
                 }
-                if start.elapsed() > STALL_TIMEOUT {
-                    return Err(self.stalled(DeviceError::TxStalled));
-                }
+                wait.check(self, DeviceError::TxStalled)?;
                 std::hint::spin_loop();
             }
         }
@@ -192,12 +189,10 @@ impl Device {
                 capacity: cap,
             });
         }
-        let start = Instant::now();
+        let mut wait = Wait::new();
         while self.tx_space(pipe)? < len {
             self.flush_tx()?;
-            if start.elapsed() > STALL_TIMEOUT {
-                return Err(self.stalled(DeviceError::TxStalled).into());
-            }
+            wait.check(self, DeviceError::TxStalled)?;
             std::hint::spin_loop();
         }
         let t = &mut self.tx_pipes[pipe.idx as usize];
