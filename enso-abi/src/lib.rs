@@ -6,6 +6,8 @@
 //!   register writes, RX and TX notifications, descriptors), their sizes
 //!   and who writes what with which ordering.
 //! * [`shm`]: mapping the shared regions, the pipes' mirrored mapping.
+//! * [`sync`]: the atomics the protocol is written with (loom's under
+//!   `--cfg loom`, for the models in `tests/loom.rs`).
 //! * [`wire`]: units (64 B flits) and frame delimiting (IPv4, IPv6, ARP,
 //!   802.3, VLAN tags and opaque frames), steering keys.
 //! * [`control`]: the attach protocol over the device's control socket,
@@ -16,6 +18,7 @@ pub mod control;
 pub mod devname;
 pub mod layout;
 pub mod shm;
+pub mod sync;
 pub mod timestamp;
 pub mod wire;
 
