@@ -13,6 +13,20 @@
 //! * [`control`]: the attach protocol over the device's control socket,
 //!   and the traits through which a device in the same process is attached.
 //! * [`devname`]: device names and where a device's directory is.
+//!
+//! # Models of the protocol
+//!
+//! `tests/loom.rs` holds loom models of the shared-memory protocol: the
+//! posted register writes, RX notifications with pipe data and the
+//! reactive rule, TX notifications, and the descriptor rings' write-backs,
+//! each a NIC thread and a software thread running the [`layout`] types'
+//! own steps under every interleaving loom explores. They need the atomics
+//! swapped for loom's, so a build of their own (CI runs it, `.ci/run`):
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p enso-abi --test loom
+//! ```
 
 pub mod control;
 pub mod devname;
