@@ -310,7 +310,7 @@ impl Client {
                     private_hdr_size: if tweak { inp.u16() } else { 0 },
                 };
                 let ring = r.offset as usize;
-                if ring + 4 <= REGION {
+                if ring + 4 <= REGION && ring.is_multiple_of(4) {
                     let cookie = if inp.bool() { inp.u32() } else { COOKIE };
                     self.shm.atomic32(ring).store(cookie, Ordering::Relaxed);
                 }
@@ -442,9 +442,14 @@ fn data_path(inp: &mut Input<'_>, c: &mut Client, server: &mut Memif, seen: &mut
             5 => {
                 let ring = if inp.bool() { C2S } else { S2C };
                 let at = [0, 4, 64][usize::from(inp.u8() % 3)];
-                c.shm
-                    .atomic32(ring + at)
-                    .store(inp.u32(), Ordering::Release);
+                let v = inp.u32();
+                if ring == C2S && at == 4 {
+                    // The C2S head (bytes 6-7) moves too.
+                    let head = (v >> 16) as u16;
+                    c.published += u64::from(head.wrapping_sub(c.c2s_head));
+                    c.c2s_head = head;
+                }
+                c.shm.atomic32(ring + at).store(v, Ordering::Release);
             }
             6 => match c.answer(server, seen) {
                 Answer::Msg(Msg::Disconnect { .. }) | Answer::Closed => break,
