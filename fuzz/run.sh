@@ -12,7 +12,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ]; then
-    echo "usage: fuzz/run.sh SECONDS [TARGET...]  (targets: frames steering pcap kv engine)" >&2
+    echo "usage: fuzz/run.sh SECONDS [TARGET...]  (targets: frames steering pcap kv engine memif)" >&2
     exit 2
 fi
 secs=$1
@@ -20,7 +20,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frames steering pcap kv engine)
+[ ${#targets[@]} -gt 0 ] || targets=(frames steering pcap kv engine memif)
 for t in "${targets[@]}"; do
     if [ ! -d "$here/corpus/$t" ]; then
         echo "unknown target $t (no seed corpus $here/corpus/$t)" >&2

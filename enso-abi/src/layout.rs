@@ -13,36 +13,48 @@
 //!
 //! # The protocol, field by field
 //!
+//! Each side's step is a method of the type it touches, written with the
+//! atomics of [`crate::sync`]: both sides call these and nothing else, and
+//! the loom models in `tests/loom.rs` run the same methods.
+//!
 //! **Posted register writes** ([`MmioQueue`]). Software never calls the NIC.
 //! A register write is an entry pushed on the application's posted-write
 //! queue (like a PCIe posted write): software stores the entry (Relaxed), then
-//! `producer` with Release; the NIC loads `producer` with Acquire (SYNC POINT
-//! A), applies entries strictly in order and stores `consumer` with Release;
-//! software loads `consumer` with Acquire (SYNC POINT B) before reusing slots.
+//! `producer` with Release ([`MmioQueue::post`]); the NIC loads `producer`
+//! with Acquire (SYNC POINT A), copies entries out strictly in order and
+//! stores `consumer` with Release ([`MmioQueue::take`]); software loads
+//! `consumer` with Acquire (SYNC POINT B, [`MmioQueue::acquire_consumer`])
+//! before reusing slots.
 //! A full queue makes software wait: a write is never lost (the real NIC
 //! drops head updates when its 128-deep FIFO overflows).
 //!
 //! **RX notifications** ([`RxNotification`]). The NIC writes `pipe_id` and
-//! `tail` (Relaxed), then `signal = 1` with Release; software loads `signal`
-//! with Acquire (SYNC POINT C), reads the fields, clears `signal` (Relaxed;
-//! only software reads it again) and after a batch posts one write of the
-//! notification buffer's RX head register. The NIC only writes a slot that
-//! the last head write handed back.
+//! `tail` (Relaxed), then `signal = 1` with Release
+//! ([`RxNotification::publish`]); software loads `signal` with Acquire
+//! (SYNC POINT C), reads the fields, clears `signal` (Relaxed; only software
+//! reads it again; [`RxNotification::take`]) and after a batch posts one
+//! write of the notification buffer's RX head register. The NIC only writes
+//! a slot that the last head write handed back. While a pipe's notification
+//! is outstanding (not answered by a head write) the NIC sends it no other
+//! (the reactive rule, in the engine).
 //!
 //! **TX notifications** ([`TxNotification`]). Software fills a slot and sets
-//! `signal` (Relaxed), then posts the TX tail register write; the posted-write
-//! Release/Acquire (SYNC POINT A) orders the slot before the tail. The NIC
-//! reads the slot, transmits, and completes it by storing `signal = 0` with
-//! Release; software loads `signal` with Acquire (SYNC POINT D) to reclaim
-//! completions in order.
+//! `signal` (Relaxed, [`TxNotification::fill_data`]), then posts the TX tail
+//! register write; the posted-write Release/Acquire (SYNC POINT A) orders the
+//! slot before the tail. The NIC reads the slot ([`TxNotification::read`]),
+//! transmits, and completes it by storing `signal = 0` with Release
+//! ([`TxNotification::complete`]); software loads `signal` with Acquire
+//! (SYNC POINT D, [`TxNotification::completed`]) to reclaim completions in
+//! order.
 //!
 //! **Pipe data.** The NIC writes frame bytes into the pipe, then (SYNC POINT C)
 //! publishes the new tail in a notification; software reads the bytes only up
 //! to a tail it has acquired. Software hands bytes back by posting a head
-//! write; the NIC writes bytes only between tail and head - 1 flit.
+//! write; the NIC writes bytes only between tail and head - 1 flit
+//! ([`ring_free`]).
 
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use std::mem::{offset_of, size_of};
-use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Page size: register blocks and DMA buffers are page aligned.
 pub const PAGE: usize = 4096;
@@ -131,6 +143,7 @@ pub struct MmioEntry {
     /// emulates interconnect latency).
     pub issued_ns: AtomicU64,
 }
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<MmioEntry>() == 16);
 
 /// An application's posted-write queue: single producer (software), single
@@ -138,19 +151,131 @@ const _: () = assert!(size_of::<MmioEntry>() == 16);
 /// most [`MMIO_QUEUE_LEN`] entries ahead of `consumer`. The NIC applies none
 /// of the entries a producer beyond that claims: it counts the producer as a
 /// bad register value and moves `consumer` to it (the queue is then empty).
+///
+/// `N` is [`MMIO_QUEUE_LEN`] in shared memory; the models of the protocol
+/// use smaller queues.
 #[repr(C)]
 #[derive(Debug)]
-pub struct MmioQueue {
+pub struct MmioQueue<const N: usize = MMIO_QUEUE_LEN> {
     /// Next entry software will write. Release by software, Acquire by NIC
     /// (SYNC POINT A).
     pub producer: Padded<AtomicU32>,
     /// Next entry the NIC will apply. Release by NIC, Acquire by software
     /// (SYNC POINT B).
     pub consumer: Padded<AtomicU32>,
-    pub entries: [MmioEntry; MMIO_QUEUE_LEN],
+    pub entries: [MmioEntry; N],
 }
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<MmioQueue>() == 256 + 16 * MMIO_QUEUE_LEN);
 const _: () = assert!(MMIO_QUEUE_LEN.is_power_of_two());
+
+impl<const N: usize> Default for MmioQueue<N> {
+    /// An empty queue (shared memory starts zeroed; this is for queues
+    /// outside it).
+    fn default() -> Self {
+        Self {
+            producer: Padded::default(),
+            consumer: Padded::default(),
+            entries: std::array::from_fn(|_| MmioEntry::default()),
+        }
+    }
+}
+
+/// The steps of the posted-write protocol. Software keeps its own copies
+/// of `producer` (it is the only writer) and of the last `consumer` it
+/// loaded; the NIC keeps its own copy of `consumer`.
+impl<const N: usize> MmioQueue<N> {
+    const MASK: usize = {
+        assert!(N.is_power_of_two());
+        N - 1
+    };
+
+    /// Software: whether an entry may be posted at `producer` while the NIC
+    /// is known to have copied out everything before `consumer`.
+    #[inline]
+    pub const fn has_room(producer: u32, consumer: u32) -> bool {
+        (producer.wrapping_sub(consumer) as usize) < N
+    }
+
+    /// Software: how far the NIC has copied entries out (and so which
+    /// slots may be written again).
+    #[inline]
+    pub fn acquire_consumer(&self) -> u32 {
+        // SYNC POINT B (Acquire): pairs with the NIC's Release store of
+        // `consumer` in `take`, made after it copied the entries out.
+        self.consumer.0.load(Ordering::Acquire)
+    }
+
+    /// Software: posts the write of `value` to register `addr` as entry
+    /// `producer` (which [`MmioQueue::has_room`] allowed), issued at
+    /// `issued_ns` (0 without an emulated interconnect). The caller then
+    /// counts its producer one further.
+    #[inline]
+    pub fn post(&self, producer: u32, addr: u32, value: u32, issued_ns: u64) {
+        let e = &self.entries[producer as usize & Self::MASK];
+        e.word
+            .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
+        e.issued_ns.store(issued_ns, Ordering::Relaxed);
+        // SYNC POINT A (Release): pairs with the NIC's Acquire load of
+        // `producer` in `take`; the entry and any TX notification or
+        // descriptor written before are visible to it.
+        self.producer
+            .0
+            .store(producer.wrapping_add(1), Ordering::Release);
+    }
+
+    /// NIC: copies out, in order, the entries from `*consumer` on that have
+    /// crossed the interconnect (issued `latency` ns before `now`; all of
+    /// them when `latency` is 0), `max` at most, appending `(addr, value)`
+    /// to `out`, and hands their slots back. Returns how many.
+    ///
+    /// A producer more than `N` entries ahead of the consumer (or behind
+    /// it) claims entries the queue cannot hold, which only hostile software
+    /// publishes: then nothing is copied, the consumer moves to the
+    /// producer (the queue is empty) and the result is `None`.
+    #[inline]
+    pub fn take(
+        &self,
+        consumer: &mut u32,
+        max: usize,
+        latency: u64,
+        now: u64,
+        out: &mut Vec<(u32, u32)>,
+    ) -> Option<usize> {
+        // SYNC POINT A (Acquire): pairs with software's Release store of
+        // `producer` in `post`; the entries and any TX notification slots
+        // or descriptors written before it are visible after this load.
+        let prod = self.producer.0.load(Ordering::Acquire);
+        let mut cons = *consumer;
+        if prod.wrapping_sub(cons) as usize > N {
+            // SYNC POINT B (Release): pairs with software's Acquire load of
+            // `consumer` in `acquire_consumer`; nothing was read from the
+            // entries it frees.
+            self.consumer.0.store(prod, Ordering::Release);
+            *consumer = prod;
+            return None;
+        }
+        let mut n = 0;
+        while cons != prod && n < max {
+            let e = &self.entries[cons as usize & Self::MASK];
+            if latency > 0 && e.issued_ns.load(Ordering::Relaxed).saturating_add(latency) > now {
+                break; // still on its way over the interconnect
+            }
+            let w = e.word.load(Ordering::Relaxed);
+            out.push(((w >> 32) as u32, w as u32));
+            cons = cons.wrapping_add(1);
+            n += 1;
+        }
+        if n > 0 {
+            // SYNC POINT B (Release): pairs with software's Acquire load of
+            // `consumer` in `acquire_consumer` before it reuses these
+            // entries (they are copied out).
+            self.consumer.0.store(cons, Ordering::Release);
+            *consumer = cons;
+        }
+        Some(n)
+    }
+}
 
 /// Bytes of an application's register file (its posted-write queue).
 pub const MMIO_FILE_LEN: usize = size_of::<MmioQueue>().next_multiple_of(PAGE);
@@ -182,7 +307,49 @@ pub struct RxNotification {
     pub visible_ns: AtomicU64,
     _pad: [AtomicU64; 5],
 }
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<RxNotification>() == 64);
+
+impl RxNotification {
+    /// NIC: tells software that pipe `pipe_id` now ends at `tail`, visible
+    /// to it at `visible_ns` (0: at once). The slot must be one software
+    /// handed back with its last write of the ring's head register.
+    #[inline]
+    pub fn publish(&self, pipe_id: u32, tail: u32, visible_ns: u64) {
+        self.pipe_id.store(pipe_id, Ordering::Relaxed);
+        self.tail.store(tail, Ordering::Relaxed);
+        self.visible_ns.store(visible_ns, Ordering::Relaxed);
+        // SYNC POINT C (Release): pairs with software's Acquire load of
+        // `signal` in `take`; the frame bytes up to `tail` and the fields
+        // above are visible to it.
+        self.signal.store(signal::DATA, Ordering::Release);
+    }
+
+    /// Software: takes the notification in this slot, `(pipe_id, tail)`,
+    /// and empties the slot; `None` if there is none, or (with `now`, the
+    /// current CLOCK_MONOTONIC ns, under an emulated interconnect) if it
+    /// has not arrived yet. The slot goes back to the NIC with the next
+    /// write of the ring's head register (SYNC POINT A orders this
+    /// Relaxed clear before it).
+    #[inline]
+    pub fn take(&self, now: Option<u64>) -> Option<(u32, u32)> {
+        // SYNC POINT C (Acquire): pairs with the NIC's Release store of
+        // `signal` in `publish`; the pipe bytes up to `tail` are visible
+        // after it.
+        if self.signal.load(Ordering::Acquire) != signal::DATA {
+            return None;
+        }
+        if let Some(now) = now {
+            if self.visible_ns.load(Ordering::Relaxed) > now {
+                return None; // still crossing the emulated interconnect
+            }
+        }
+        let pid = self.pipe_id.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Relaxed);
+        self.signal.store(signal::EMPTY, Ordering::Relaxed);
+        Some((pid, tail))
+    }
+}
 
 /// A TX notification: data to send (`signal = DATA`), or a configuration
 /// request (`signal = CONFIG`, `config_id` and `args`). The NIC completes it
@@ -202,11 +369,103 @@ pub struct TxNotification {
     pub port: AtomicU32,
     pub args: [AtomicU64; 5],
 }
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<TxNotification>() == 64);
+
+/// What a TX notification asks for, as the NIC reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxRequest {
+    /// Send `length` bytes at `address` of the DMA region on `port`.
+    Data {
+        address: u64,
+        length: u32,
+        port: u32,
+    },
+    /// Configuration `id` with its arguments, about `port` where that
+    /// matters.
+    Config { id: u32, args: [u64; 5], port: u32 },
+    /// A slot whose signal is neither (the value).
+    Bad(u32),
+}
+
+impl TxNotification {
+    /// Software: fills this slot with data to send. Relaxed: the write of
+    /// the ring's TX tail register that follows publishes it (SYNC POINT
+    /// A).
+    #[inline]
+    pub fn fill_data(&self, address: u64, length: u32, port: u32) {
+        self.address.store(address, Ordering::Relaxed);
+        self.length.store(length, Ordering::Relaxed);
+        self.port.store(port, Ordering::Relaxed);
+        self.signal.store(signal::DATA, Ordering::Relaxed);
+    }
+
+    /// Software: fills this slot with configuration `id`; published as
+    /// [`TxNotification::fill_data`].
+    #[inline]
+    pub fn fill_config(&self, id: u32, args: [u64; 5], port: u32) {
+        self.config_id.store(id, Ordering::Relaxed);
+        self.port.store(port, Ordering::Relaxed);
+        for (a, v) in self.args.iter().zip(args) {
+            a.store(v, Ordering::Relaxed);
+        }
+        self.signal.store(signal::CONFIG, Ordering::Relaxed);
+    }
+
+    /// NIC: reads a slot between its TX head and the last TX tail software
+    /// wrote (Relaxed: the tail's posted write, SYNC POINT A, made the slot
+    /// visible before the NIC applied it).
+    #[inline]
+    pub fn read(&self) -> TxRequest {
+        match self.signal.load(Ordering::Relaxed) {
+            signal::DATA => TxRequest::Data {
+                address: self.address.load(Ordering::Relaxed),
+                length: self.length.load(Ordering::Relaxed),
+                port: self.port.load(Ordering::Relaxed),
+            },
+            signal::CONFIG => TxRequest::Config {
+                id: self.config_id.load(Ordering::Relaxed),
+                args: std::array::from_fn(|i| self.args[i].load(Ordering::Relaxed)),
+                port: self.port.load(Ordering::Relaxed),
+            },
+            other => TxRequest::Bad(other),
+        }
+    }
+
+    /// NIC: completes the notification (it no longer reads its data),
+    /// visible to software at `visible_ns` (`None`: at once).
+    #[inline]
+    pub fn complete(&self, visible_ns: Option<u64>) {
+        if let Some(vis) = visible_ns {
+            self.args[TX_VISIBLE_ARG].store(vis, Ordering::Relaxed);
+        }
+        // SYNC POINT D (Release): pairs with software's Acquire load of
+        // `signal` in `completed`; the NIC no longer reads the data once
+        // software sees EMPTY.
+        self.signal.store(signal::EMPTY, Ordering::Release);
+    }
+
+    /// Software: whether the NIC has completed this slot (and, with `now`
+    /// under an emulated interconnect, the completion has arrived); its
+    /// data may then be reused.
+    #[inline]
+    pub fn completed(&self, now: Option<u64>) -> bool {
+        // SYNC POINT D (Acquire): pairs with the NIC's Release store of
+        // `signal = EMPTY` in `complete`; it has finished reading the data.
+        if self.signal.load(Ordering::Acquire) != signal::EMPTY {
+            return false;
+        }
+        match now {
+            Some(now) => self.args[TX_VISIBLE_ARG].load(Ordering::Relaxed) <= now,
+            None => true,
+        }
+    }
+}
 
 /// Bytes of one notification slot: RX and TX rings are arrays of
 /// [`RxNotification`] and [`TxNotification`], both this size.
 pub const NOTIF_SLOT: usize = size_of::<RxNotification>();
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<TxNotification>() == NOTIF_SLOT);
 
 /// Index in `TxNotification::args` of the completion's visibility time.
@@ -281,7 +540,103 @@ pub struct Descriptor {
     pub qw0: AtomicU64,
     pub qw1: AtomicU64,
 }
+#[cfg(not(loom))]
 const _: () = assert!(size_of::<Descriptor>() == 16);
+
+/// The steps of the descriptor rings' protocol (see [`Descriptor`]).
+impl Descriptor {
+    /// Software: posts this RX descriptor with the buffer at `buf`.
+    /// Relaxed: the RX tail doorbell that follows publishes it (SYNC POINT
+    /// A).
+    #[inline]
+    pub fn post_rx(&self, buf: u64) {
+        self.qw0.store(buf, Ordering::Relaxed);
+        self.qw1.store(0, Ordering::Relaxed);
+    }
+
+    /// NIC: the buffer of an RX descriptor the tail doorbell handed it.
+    #[inline]
+    pub fn rx_buffer(&self) -> u64 {
+        self.qw0.load(Ordering::Relaxed)
+    }
+
+    /// NIC: hands the descriptor back holding a frame of `len` bytes
+    /// (written into its buffer before) with the frame's flow hash.
+    #[inline(always)]
+    pub fn hand_back_rx(&self, len: usize, hash: u32) {
+        self.qw0.store(u64::from(hash), Ordering::Relaxed);
+        // SYNC POINT E (Release): pairs with software's Acquire load of
+        // `qw1` in `rx_done`; the frame bytes and `qw0` are visible once DD
+        // is.
+        self.qw1.store(
+            desc::RX_DD | desc::RX_EOP | (len as u64) << 32,
+            Ordering::Release,
+        );
+    }
+
+    /// NIC: hands the descriptor back refused (a bad buffer address).
+    #[inline]
+    pub fn refuse_rx(&self) {
+        // SYNC POINT E (Release): pairs with software's Acquire load of
+        // `qw1` in `rx_done`; it sees RX_ERR with DD and takes its buffer
+        // back unread.
+        self.qw1
+            .store(desc::RX_DD | desc::RX_ERR, Ordering::Release);
+    }
+
+    /// Software: the write-back word of an RX descriptor the NIC has
+    /// handed back (DD set), else `None`.
+    #[inline]
+    pub fn rx_done(&self) -> Option<u64> {
+        // SYNC POINT E (Acquire): pairs with the NIC's Release store of
+        // `qw1` in `hand_back_rx` / `refuse_rx`; the frame in the buffer is
+        // visible once DD is set.
+        let qw1 = self.qw1.load(Ordering::Acquire);
+        (qw1 & desc::RX_DD != 0).then_some(qw1)
+    }
+
+    /// Software: the flow hash of an RX descriptor `rx_done` returned.
+    #[inline]
+    pub fn rx_hash(&self) -> u32 {
+        self.qw0.load(Ordering::Relaxed) as u32
+    }
+
+    /// Software: posts this TX descriptor: the buffer at `buf`, `qw1` its
+    /// length and command bits. Relaxed: the TX tail doorbell that follows
+    /// publishes it (SYNC POINT A).
+    #[inline]
+    pub fn post_tx(&self, buf: u64, qw1: u64) {
+        self.qw0.store(buf, Ordering::Relaxed);
+        self.qw1.store(qw1, Ordering::Relaxed);
+    }
+
+    /// NIC: `(qw0, qw1)` of a TX descriptor the tail doorbell handed it.
+    #[inline]
+    pub fn read_tx(&self) -> (u64, u64) {
+        (
+            self.qw0.load(Ordering::Relaxed),
+            self.qw1.load(Ordering::Relaxed),
+        )
+    }
+
+    /// NIC: writes back a TX descriptor's `qw1` with `TX_DD` (and
+    /// `TX_ERR` if refused) set: it has read every buffer up to this one.
+    #[inline]
+    pub fn write_back_tx(&self, qw1: u64) {
+        // SYNC POINT F (Release): pairs with software's Acquire load of
+        // `qw1` in `tx_done` before it reclaims buffers up to here.
+        self.qw1.store(qw1, Ordering::Release);
+    }
+
+    /// Software: whether the NIC has written this TX descriptor back.
+    #[inline]
+    pub fn tx_done(&self) -> bool {
+        // SYNC POINT F (Acquire): pairs with the NIC's Release store of
+        // the write-back in `write_back_tx`; the NIC has read every buffer
+        // up to this descriptor.
+        self.qw1.load(Ordering::Acquire) & desc::TX_DD != 0
+    }
+}
 
 /// Bytes of one descriptor slot of a descriptor ring.
 pub const DESC_SLOT: usize = size_of::<Descriptor>();
@@ -333,4 +688,20 @@ pub const fn notif_ring_bytes(entries: u32) -> usize {
 pub const fn notif_rings(entries: u32) -> (usize, usize) {
     let rx_ring = DMA_RESERVED;
     (rx_ring, rx_ring + notif_ring_bytes(entries))
+}
+
+/// Entries of a ring from `head` up to `tail`: written by its producer and
+/// not yet handed back. `mask` is the ring's size (a power of two) less
+/// one; pipes count flits (stream pipes bytes), the other rings slots.
+#[inline]
+pub const fn ring_used(head: u32, tail: u32, mask: u32) -> u32 {
+    tail.wrapping_sub(head) & mask
+}
+
+/// Entries of a ring its producer may still write at `tail`: one is always
+/// kept free, so that a full ring is told from an empty one, and the tail
+/// never reaches the head from behind.
+#[inline]
+pub const fn ring_free(head: u32, tail: u32, mask: u32) -> u32 {
+    head.wrapping_sub(tail).wrapping_sub(1) & mask
 }

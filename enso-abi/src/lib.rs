@@ -6,16 +6,33 @@
 //!   register writes, RX and TX notifications, descriptors), their sizes
 //!   and who writes what with which ordering.
 //! * [`shm`]: mapping the shared regions, the pipes' mirrored mapping.
+//! * [`sync`]: the atomics the protocol is written with (loom's under
+//!   `--cfg loom`, for the models in `tests/loom.rs`).
 //! * [`wire`]: units (64 B flits) and frame delimiting (IPv4, IPv6, ARP,
 //!   802.3, VLAN tags and opaque frames), steering keys.
 //! * [`control`]: the attach protocol over the device's control socket,
 //!   and the traits through which a device in the same process is attached.
 //! * [`devname`]: device names and where a device's directory is.
+//!
+//! # Models of the protocol
+//!
+//! `tests/loom.rs` holds loom models of the shared-memory protocol: the
+//! posted register writes, RX notifications with pipe data and the
+//! reactive rule, TX notifications, and the descriptor rings' write-backs,
+//! each a NIC thread and a software thread running the [`layout`] types'
+//! own steps under every interleaving loom explores. They need the atomics
+//! swapped for loom's, so a build of their own (CI runs it, `.ci/run`):
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p enso-abi --test loom
+//! ```
 
 pub mod control;
 pub mod devname;
 pub mod layout;
 pub mod shm;
+pub mod sync;
 pub mod timestamp;
 pub mod wire;
 

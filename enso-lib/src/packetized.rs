@@ -10,8 +10,6 @@
 //! the per-thread cache DPDK's mempool keeps in front of its shared ring,
 //! without the shared ring.
 
-use std::sync::atomic::Ordering;
-
 use enso_abi::layout::{self, desc, reg, reg_addr, Descriptor, DESC_SLOT};
 
 use crate::device::Device;
@@ -145,11 +143,7 @@ impl Device {
                 return Err(AllocError::NoMemory);
             };
             let d = self.desc_at(rx_ring + i as usize * DESC_SLOT);
-            d.qw0.store(
-                (self.pkt.pool_off + b as usize * desc::BUF_SIZE) as u64,
-                Ordering::Relaxed,
-            );
-            d.qw1.store(0, Ordering::Relaxed);
+            d.post_rx((self.pkt.pool_off + b as usize * desc::BUF_SIZE) as u64);
             qs.rx_bufs[i as usize] = b;
         }
         qs.rx_tail = rx_n - RX_FREE_THRESH;
@@ -221,12 +215,11 @@ impl Device {
             // SAFETY: as `desc_at`: slot `i` of this queue's RX ring.
             let d =
                 unsafe { &*(base.add(qs.rx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
-            // SYNC POINT E (Acquire): pairs with the NIC's Release store of
-            // `qw1`; the frame in the buffer is visible once DD is set.
-            let qw1 = d.qw1.load(Ordering::Acquire);
-            if qw1 & desc::RX_DD == 0 {
+            // SYNC POINT E (Acquire, in `rx_done`): the frame in the buffer
+            // is visible once DD is set.
+            let Some(qw1) = d.rx_done() else {
                 break;
-            }
+            };
             let b = qs.rx_bufs[i as usize];
             qs.rx_next = (i + 1) & qs.rx_mask;
             qs.rx_pending += 1;
@@ -241,7 +234,7 @@ impl Device {
             let len = len as u16;
             qs.stats.rx_packets += 1;
             qs.stats.rx_bytes += len as u64;
-            let hash = d.qw0.load(Ordering::Relaxed) as u32;
+            let hash = d.rx_hash();
             out.push(Mbuf {
                 idx: b,
                 len,
@@ -274,11 +267,7 @@ impl Device {
             // SAFETY: as `desc_at`: slot `i` of this queue's RX ring.
             let d =
                 unsafe { &*(base.add(qs.rx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
-            d.qw0.store(
-                (pool_off + b as usize * desc::BUF_SIZE) as u64,
-                Ordering::Relaxed,
-            );
-            d.qw1.store(0, Ordering::Relaxed);
+            d.post_rx((pool_off + b as usize * desc::BUF_SIZE) as u64);
             qs.rx_bufs[i as usize] = b;
             qs.rx_tail = (i + 1) & qs.rx_mask;
             qs.rx_pending -= 1;
@@ -304,9 +293,9 @@ impl Device {
             // SAFETY: as `desc_at`: slot `i` of this queue's TX ring.
             let d =
                 unsafe { &*(base.add(qs.tx_ring + i as usize * DESC_SLOT) as *const Descriptor) };
-            // SYNC POINT F (Acquire): pairs with the NIC's Release store of
-            // the write-back; the NIC has read every buffer up to slot `i`.
-            if d.qw1.load(Ordering::Acquire) & desc::TX_DD == 0 {
+            // SYNC POINT F (Acquire, in `tx_done`): the NIC has read every
+            // buffer up to slot `i`.
+            if !d.tx_done() {
                 return;
             }
             let first = (i + 1).wrapping_sub(TX_RS_THRESH) & qs.tx_mask;
@@ -360,11 +349,10 @@ impl Device {
             if (i + 1).is_multiple_of(TX_RS_THRESH) {
                 cmd |= desc::TX_RS;
             }
-            d.qw0.store(
+            d.post_tx(
                 (pool_off + m.idx as usize * desc::BUF_SIZE) as u64,
-                Ordering::Relaxed,
+                m.len as u64 | cmd,
             );
-            d.qw1.store(m.len as u64 | cmd, Ordering::Relaxed);
             qs.tx_bufs[i as usize] = m.idx;
             qs.tx_tail = (i + 1) & qs.tx_mask;
             qs.tx_free -= 1;
@@ -479,6 +467,7 @@ mod tests {
     use super::*;
     use crate::DeviceOptions;
     use nic_emu::{DeviceConfig, Engine, WireConfig};
+    use std::sync::atomic::Ordering;
 
     /// A handle with one descriptor queue (64-entry rings) on a stepped
     /// engine with one unwired port; the engine and directory must outlive it.

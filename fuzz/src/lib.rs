@@ -13,6 +13,7 @@ pub mod engine;
 pub mod frames;
 pub mod input;
 pub mod kv;
+pub mod memif;
 pub mod pcap;
 pub mod seeds;
 pub mod steering;
@@ -46,6 +47,10 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "engine",
         run: engine::run,
+    },
+    Target {
+        name: "memif",
+        run: memif::run,
     },
 ];
 

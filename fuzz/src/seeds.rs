@@ -26,6 +26,9 @@ pub fn all() -> Vec<(&'static str, String, Vec<u8>)> {
     for (name, b) in engine() {
         v.push(("engine", name.into(), b));
     }
+    for (name, b) in memif() {
+        v.push(("memif", name.into(), b));
+    }
     v
 }
 
@@ -275,5 +278,63 @@ pub fn engine() -> Vec<(&'static str, Vec<u8>)> {
         ("echo-friendly", echo),
         ("tx-both-ports", tx),
         ("bind-flow", bind),
+    ]
+}
+
+/// memif sessions (see `crate::memif` for how the bytes decode): a whole
+/// handshake and frames both ways, chained frames, messages decoded as
+/// bytes and a refused INIT, and a head moved impossibly far.
+pub fn memif() -> Vec<(&'static str, Vec<u8>)> {
+    use memif::msg::{fixed_str, AddRing, Init, Msg, RING_FLAG_C2S, VERSION};
+    // No messages to decode; INIT, ADD_REGION (the rings' own file), the
+    // C2S and S2C rings (cookies as they should be), CONNECT.
+    let handshake = [0u8, 0, 1, 2, 2, 1, 0, 2, 0, 0, 3];
+    // A 100-byte frame in C2S slot 0, published; receive; two S2C buffers
+    // posted; two frames sent; a poll.
+    let frames = [0u8, 0, 100, 0, 0, 1, 1, 2, 8, 3, 2, 4, 2, 50, 0, 200, 0, 6];
+    // After that frame (written, not yet published), one chained over
+    // slots 1 and 2 (2048 + 100 bytes); all three published at once.
+    let chained = [0u8, 1, 0, 8, 1, 0, 2, 100, 0, 0, 1, 3, 2, 8, 6];
+    let mut both = handshake.to_vec();
+    both.extend_from_slice(&frames);
+    let mut chain = handshake.to_vec();
+    chain.extend_from_slice(&frames[..5]);
+    chain.extend_from_slice(&chained);
+    // Three messages to decode (INIT, an unknown type, ADD_RING), then an
+    // INIT of another version, which the server refuses.
+    let mut decode = vec![3u8];
+    decode.extend_from_slice(
+        &Msg::Init(Init {
+            version: VERSION,
+            id: 7,
+            mode: 0,
+            secret: [1; 24],
+            name: fixed_str("seed"),
+        })
+        .encode(),
+    );
+    let mut unknown = [0u8; 128];
+    unknown[0] = 9;
+    decode.extend_from_slice(&unknown);
+    decode.extend_from_slice(
+        &Msg::AddRing(AddRing {
+            flags: RING_FLAG_C2S,
+            index: 0,
+            region: 0,
+            offset: 0,
+            log2_ring_size: 3,
+            private_hdr_size: 0,
+        })
+        .encode(),
+    );
+    decode.extend_from_slice(&[0x80, 0x00, 0x01, 0, 0, 0, 0, 0]);
+    // The C2S head moved 0x8000 ahead, then a receive.
+    let mut head = handshake.to_vec();
+    head.extend_from_slice(&[0x81, 0x00, 0x80, 2, 8, 6]);
+    vec![
+        ("frames-both-ways", both),
+        ("chained", chain),
+        ("decode-and-refused-init", decode),
+        ("head-too-far", head),
     ]
 }

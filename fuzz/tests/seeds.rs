@@ -67,3 +67,40 @@ fn pcap_seeds_load_and_pcapng_is_refused_with_one_line() {
         }
     }
 }
+
+#[test]
+fn memif_seeds_reach_the_data_path_and_the_refusals() {
+    let mut seen = Vec::new();
+    for (name, data) in enso_fuzz::seeds::memif() {
+        let s = enso_fuzz::memif::summary(&data);
+        let c = &s.counters;
+        eprintln!("{name}: connected {}, {c:?}", s.connected);
+        match name {
+            "frames-both-ways" => {
+                assert!(s.connected, "{name}");
+                assert_eq!((c.rx_frames, c.rx_bytes), (1, 100), "{name}");
+                assert_eq!((c.tx_frames, c.tx_bytes), (2, 64 + 214), "{name}");
+            }
+            "chained" => {
+                assert!(s.connected, "{name}");
+                assert_eq!((c.rx_frames, c.rx_chained), (2, 1), "{name}");
+                assert_eq!(c.rx_bytes, 100 + 2048 + 100, "{name}");
+            }
+            "decode-and-refused-init" => {
+                assert!(!s.connected, "{name}");
+                assert_eq!(c.handshake_errors, 1, "{name}");
+            }
+            "head-too-far" => {
+                assert!(s.connected, "{name}");
+                assert_eq!(
+                    (c.ring_errors, c.disconnects, c.rx_frames),
+                    (1, 1, 0),
+                    "{name}"
+                );
+            }
+            other => panic!("no expectation for memif seed {other}"),
+        }
+        seen.push(name);
+    }
+    assert_eq!(seen.len(), 4);
+}

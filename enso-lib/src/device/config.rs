@@ -1,9 +1,7 @@
 //! Configuration notifications: flow binding, fallback policy,
 //! timestamping and rate limits.
 
-use std::sync::atomic::Ordering;
-
-use enso_abi::layout::{config, signal};
+use enso_abi::layout::config;
 use enso_abi::timestamp::TsFormat;
 
 use super::{Device, FlowRule, RxPipe, TxRecord};
@@ -24,13 +22,7 @@ impl Device {
         port: u32,
     ) -> Result<(), DeviceError> {
         let slot = self.tx_slot()?;
-        let n = self.tx_notif(slot);
-        n.config_id.store(id, Ordering::Relaxed);
-        n.port.store(port, Ordering::Relaxed);
-        for (a, v) in n.args.iter().zip(args) {
-            a.store(v, Ordering::Relaxed);
-        }
-        n.signal.store(signal::CONFIG, Ordering::Relaxed);
+        self.tx_notif(slot).fill_config(id, args, port);
         self.tx_commit(slot, TxRecord::None);
         self.flush_tx()
     }

@@ -1,9 +1,7 @@
 //! Register writes: the ordered posted-write queue through which the
 //! handle writes the NIC's registers.
 
-use std::sync::atomic::Ordering;
-
-use enso_abi::layout::{MmioQueue, MMIO_QUEUE_LEN};
+use enso_abi::layout::MmioQueue;
 
 use super::{Device, Wait};
 use crate::error::DeviceError;
@@ -20,13 +18,11 @@ impl Device {
     /// is never dropped.
     #[inline]
     pub(crate) fn mmio_write(&mut self, addr: u32, value: u32) -> Result<(), DeviceError> {
-        if self.mmio_prod.wrapping_sub(self.mmio_cons) as usize >= MMIO_QUEUE_LEN {
+        if !<MmioQueue>::has_room(self.mmio_prod, self.mmio_cons) {
             let mut wait = Wait::new();
             loop {
-                // SYNC POINT B (Acquire): pairs with the NIC's Release store
-                // of `consumer` after it copied the entries out.
-                self.mmio_cons = self.mmio_queue().consumer.0.load(Ordering::Acquire);
-                if (self.mmio_prod.wrapping_sub(self.mmio_cons) as usize) < MMIO_QUEUE_LEN {
+                self.mmio_cons = self.mmio_queue().acquire_consumer();
+                if <MmioQueue>::has_room(self.mmio_prod, self.mmio_cons) {
                     break;
                 }
                 wait.check(self, DeviceError::MmioStalled)?;
@@ -35,15 +31,7 @@ impl Device {
         }
         let prod = self.mmio_prod;
         let stamp = self.stamp.then(enso_abi::monotonic_ns).unwrap_or(0);
-        let q = self.mmio_queue();
-        let e = &q.entries[prod as usize & (MMIO_QUEUE_LEN - 1)];
-        e.word
-            .store((addr as u64) << 32 | value as u64, Ordering::Relaxed);
-        e.issued_ns.store(stamp, Ordering::Relaxed);
-        // SYNC POINT A (Release): pairs with the NIC's Acquire load of
-        // `producer`; the entry and any TX notification written before are
-        // visible to it.
-        q.producer.0.store(prod.wrapping_add(1), Ordering::Release);
+        self.mmio_queue().post(prod, addr, value, stamp);
         self.mmio_prod = prod.wrapping_add(1);
         self.stats.mmio_writes += 1;
         Ok(())

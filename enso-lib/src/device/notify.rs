@@ -1,9 +1,7 @@
 //! Notifications: polling the RX notification ring, the queue of pipes
 //! with data, and notification prefetching.
 
-use std::sync::atomic::Ordering;
-
-use enso_abi::layout::{self, reg, reg_addr, signal, RxNotification, TxNotification, NOTIF_SLOT};
+use enso_abi::layout::{self, reg, reg_addr, RxNotification, TxNotification, NOTIF_SLOT};
 
 use super::{Device, RxPipe, RxTxPipe, NOTIF_BATCH};
 use crate::error::{DeviceError, RecvError};
@@ -46,18 +44,12 @@ impl Device {
         };
         let mut n = 0;
         while n < NOTIF_BATCH {
-            let slot = self.rx_notif(self.rx_head);
-            // SYNC POINT C (Acquire): pairs with the NIC's Release store of
-            // `signal`; the pipe bytes up to `tail` are visible after it.
-            if slot.signal.load(Ordering::Acquire) != signal::DATA {
-                break;
-            }
-            if self.stamp && slot.visible_ns.load(Ordering::Relaxed) > now {
-                break; // still crossing the emulated interconnect
-            }
-            let pid = slot.pipe_id.load(Ordering::Relaxed);
-            let tail = slot.tail.load(Ordering::Relaxed);
-            slot.signal.store(signal::EMPTY, Ordering::Relaxed);
+            // SYNC POINT C (Acquire, in `take`): the pipe bytes up to
+            // `tail` are visible after it.
+            let Some((pid, tail)) = self.rx_notif(self.rx_head).take(self.stamp.then_some(now))
+            else {
+                break; // none, or still crossing the emulated interconnect
+            };
             self.rx_head = (self.rx_head + 1) & self.ring_mask;
             n += 1;
             let idx = pid.wrapping_sub(self.info.pipe_base) as usize;

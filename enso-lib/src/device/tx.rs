@@ -1,9 +1,7 @@
 //! Sending: TX notification slots, completions, in-place sends from
 //! RX/TX pipes and sends from TX pipes.
 
-use std::sync::atomic::Ordering;
-
-use enso_abi::layout::{self, reg, reg_addr, signal};
+use enso_abi::layout::{self, reg, reg_addr};
 use enso_abi::wire::FLIT;
 
 use super::{Device, RxTxPipe, TxPipe, TxRecord, Wait};
@@ -47,11 +45,7 @@ impl Device {
         rec: TxRecord,
     ) -> Result<(), DeviceError> {
         let slot = self.tx_slot()?;
-        let n = self.tx_notif(slot);
-        n.address.store(addr as u64, Ordering::Relaxed);
-        n.length.store(len as u32, Ordering::Relaxed);
-        n.port.store(port, Ordering::Relaxed);
-        n.signal.store(signal::DATA, Ordering::Relaxed);
+        self.tx_notif(slot).fill_data(addr as u64, len as u32, port);
         self.tx_commit(slot, rec);
         Ok(())
     }
@@ -77,14 +71,10 @@ impl Device {
         };
         while self.tx_inflight > 0 {
             let slot = self.tx_done;
-            let tn = self.tx_notif(slot);
-            // SYNC POINT D (Acquire): pairs with the NIC's Release store of
-            // `signal = EMPTY`; it has finished reading the data.
-            if tn.signal.load(Ordering::Acquire) != signal::EMPTY {
-                break;
-            }
-            if self.stamp && tn.args[layout::TX_VISIBLE_ARG].load(Ordering::Relaxed) > now {
-                break; // the completion is still on its way
+            // SYNC POINT D (Acquire, in `completed`): the NIC has finished
+            // reading the data.
+            if !self.tx_notif(slot).completed(self.stamp.then_some(now)) {
+                break; // not completed, or the completion is still on its way
             }
             match std::mem::take(&mut self.tx_records[slot as usize]) {
                 TxRecord::None => {}

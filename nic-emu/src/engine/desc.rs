@@ -8,8 +8,6 @@
 //! partial batch is flushed at the end of each engine step, so at low load
 //! every descriptor costs its own TLP).
 
-use std::sync::atomic::Ordering;
-
 use pcie_model::TrafficClass;
 
 use super::shared::App;
@@ -150,15 +148,15 @@ impl Core {
             return false;
         }
         let d = app.desc(dq.rx_ring, dq.rx_head);
-        let buf = d.qw0.load(Ordering::Relaxed) as usize;
+        let buf = d.rx_buffer() as usize;
         let len = frame.len();
         let mut written = true;
         if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
             // A descriptor pointing outside the application's memory: refuse
             // it, hand it back marked, drop the frame.
-            // SYNC POINT E (Release): pairs with software's Acquire load of
-            // `qw1`; it sees RX_ERR with DD and takes its buffer back unread.
-            d.qw1.store(desc::RX_DD | desc::RX_ERR, Ordering::Release);
+            // SYNC POINT E (Release, in `refuse_rx`): software sees RX_ERR
+            // with DD and takes its buffer back unread.
+            d.refuse_rx();
             qc.drop_bad_descriptor += 1;
             app.counters.reject_bad_descriptor += 1;
             written = false;
@@ -174,7 +172,9 @@ impl Core {
                     app.write(buf + off, &rtt);
                 }
             }
-            hand_back_rx(d, len, hash);
+            // SYNC POINT E (Release, in `hand_back_rx`): the frame bytes are
+            // visible once software sees DD.
+            d.hand_back_rx(len, hash);
             qc.rx_frames += 1;
             qc.rx_bytes += len as u64;
             self.frames += 1;
@@ -201,7 +201,7 @@ impl Core {
             return false;
         };
         let d = app.desc(dq.rx_ring, dq.rx_head);
-        let buf = d.qw0.load(Ordering::Relaxed) as usize;
+        let buf = d.rx_buffer() as usize;
         let len = frame.len();
         if len > desc::BUF_SIZE || !app.in_region(buf, desc::BUF_SIZE) {
             return false;
@@ -209,7 +209,8 @@ impl Core {
         app.write(buf, frame);
         counts.tlps += self.pcie.link.dma_write_tlps(buf as u64, len as u64);
         counts.dma_bytes += len as u64;
-        hand_back_rx(d, len, hash);
+        // SYNC POINT E (Release, in `hand_back_rx`), as in `deliver_desc`.
+        d.hand_back_rx(len, hash);
         counts.frames += 1;
         counts.bytes += len as u64;
         counts.flits += crate::wire::flits(len) as u64;
@@ -253,8 +254,8 @@ impl Core {
                 }
                 let app = self.apps[slot].as_mut().expect("caller checked");
                 let d = app.desc(dq.tx_ring, dq.tx_head);
-                let buf = d.qw0.load(Ordering::Relaxed) as usize;
-                let qw1 = d.qw1.load(Ordering::Relaxed);
+                let (qw0, qw1) = d.read_tx();
+                let buf = qw0 as usize;
                 let len = (qw1 & desc::LEN_MASK) as usize;
                 let ok = qw1 & desc::TX_EOP != 0
                     && (crate::wire::MIN_FRAME..=crate::wire::MAX_FRAME.min(desc::BUF_SIZE))
@@ -286,9 +287,9 @@ impl Core {
                     done |= desc::TX_ERR;
                 }
                 if qw1 & desc::TX_RS != 0 || !ok {
-                    // SYNC POINT F (Release): pairs with software's Acquire
-                    // load of `qw1` before it reclaims buffers up to here.
-                    d.qw1.store(qw1 | done, Ordering::Release);
+                    // SYNC POINT F (Release, in `write_back_tx`): software
+                    // reclaims buffers up to here once it sees DD.
+                    d.write_back_tx(qw1 | done);
                     self.pcie.record_dma_write(
                         TrafficClass::Descriptor,
                         (dq.tx_ring + dq.tx_head as usize * layout::DESC_SLOT) as u64,
@@ -339,19 +340,6 @@ fn fetch(pcie: &mut pcie_model::PcieCounters, f: u32, ring: usize, from: u32, n:
         i = (i + k) & mask;
         left -= k;
     }
-}
-
-/// Hands RX descriptor `d` back to software holding a frame of `len`
-/// bytes (written before), with the frame's flow (RSS) hash.
-#[inline(always)]
-fn hand_back_rx(d: &Descriptor, len: usize, hash: u32) {
-    d.qw0.store(u64::from(hash), Ordering::Relaxed);
-    // SYNC POINT E (Release): pairs with software's Acquire load of `qw1`;
-    // the frame bytes and `qw0` are visible once DD is.
-    d.qw1.store(
-        desc::RX_DD | desc::RX_EOP | (len as u64) << 32,
-        Ordering::Release,
-    );
 }
 
 /// Moves `dq`'s RX head past the descriptor just handed back, coalescing

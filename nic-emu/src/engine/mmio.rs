@@ -2,8 +2,6 @@
 //! they have crossed the emulated interconnect, and applying them to pipes,
 //! notification buffers and descriptor queues.
 
-use std::sync::atomic::Ordering;
-
 use pcie_model::TrafficClass;
 
 use super::shared::NOTIF_BYTES;
@@ -48,41 +46,24 @@ impl Core {
         let latency = self.latency;
         let app = self.apps[slot].as_mut().expect("caller checked");
         let q = app.mmio_queue();
-        // SYNC POINT A (Acquire): pairs with software's Release store of
-        // `producer`; the entries and any TX notification slots written before
-        // it are visible after this load.
-        let prod = q.producer.0.load(Ordering::Acquire);
-        let mut cons = app.mmio_consumer;
-        if prod.wrapping_sub(cons) as usize > layout::MMIO_QUEUE_LEN {
-            // SYNC POINT B (Release): pairs with software's Acquire load of
-            // `consumer`; nothing was read from the entries it frees.
-            q.consumer.0.store(prod, Ordering::Release);
-            app.mmio_consumer = prod;
-            app.counters.reject_bad_register_value += 1;
-            return 0;
-        }
         // Copy the entries out first: applying one needs the whole core.
         let mut batch = std::mem::take(&mut self.mmio_batch);
         batch.clear();
-        let mut n = 0;
-        while cons != prod && n < MMIO_BUDGET as usize {
-            let e = &q.entries[cons as usize & (layout::MMIO_QUEUE_LEN - 1)];
-            if latency > 0 && e.issued_ns.load(Ordering::Relaxed).saturating_add(latency) > now {
-                break; // still on its way over the interconnect
-            }
-            let w = e.word.load(Ordering::Relaxed);
-            batch.push(((w >> 32) as u32, w as u32));
-            cons = cons.wrapping_add(1);
-            n += 1;
-        }
-        if n == 0 {
-            self.mmio_batch = batch;
-            return 0;
-        }
-        // SYNC POINT B (Release): pairs with software's Acquire load of
-        // `consumer` before it reuses these entries (they are copied out).
-        q.consumer.0.store(cons, Ordering::Release);
+        let mut cons = app.mmio_consumer;
+        let taken = q.take(&mut cons, MMIO_BUDGET as usize, latency, now, &mut batch);
         app.mmio_consumer = cons;
+        let n = match taken {
+            None => {
+                app.counters.reject_bad_register_value += 1;
+                self.mmio_batch = batch;
+                return 0;
+            }
+            Some(0) => {
+                self.mmio_batch = batch;
+                return 0;
+            }
+            Some(n) => n,
+        };
         for &(addr, value) in &batch {
             self.apply_register(slot, addr, value);
         }

@@ -2,15 +2,13 @@
 //! is answered with a notification), per-packet notifications, prefetching
 //! by head rewrite, and the notifications a full ring owes.
 
-use std::sync::atomic::Ordering;
-
 use pcie_model::{PcieCounters, TrafficClass};
 
 use super::shared::{App, NOTIF_BYTES};
 use super::state::{Core, PipeState, TraceEvent};
 use crate::clock::Clock;
 use crate::counters::PipeCounters;
-use crate::layout::{self, signal};
+use crate::layout;
 
 impl Core {
     /// Software handed pipe bytes back (or rewrote the head to prefetch).
@@ -26,8 +24,8 @@ impl Core {
             app.counters.reject_bad_register_value += 1;
             return;
         }
-        let used = p.tail.wrapping_sub(p.head) & mask;
-        let adv = head.wrapping_sub(p.head) & mask;
+        let used = layout::ring_used(p.head, p.tail, mask);
+        let adv = layout::ring_used(p.head, head, mask);
         if adv > used {
             // A head beyond the tail would hand the NIC bytes software has
             // not read: refuse it.
@@ -146,13 +144,9 @@ fn push_rx_notif(
         return false;
     }
     let (ring, i) = (nb.rx_ring, nb.rx_tail);
-    let n = app.rx_notif(ring, i);
-    n.pipe_id.store(pipe, Ordering::Relaxed);
-    n.tail.store(tail, Ordering::Relaxed);
-    n.visible_ns.store(visible_ns, Ordering::Relaxed);
-    // SYNC POINT C (Release): pairs with software's Acquire load of `signal`;
-    // the frame bytes up to `tail` and the fields above are visible to it.
-    n.signal.store(signal::DATA, Ordering::Release);
+    // SYNC POINT C (Release, in `publish`): the frame bytes up to `tail`
+    // are visible to software once it sees the notification.
+    app.rx_notif(ring, i).publish(pipe, tail, visible_ns);
     pcie.record_dma_write(
         TrafficClass::Notification,
         (ring + i as usize * layout::NOTIF_SLOT) as u64,

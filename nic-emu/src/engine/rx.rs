@@ -239,7 +239,7 @@ impl Core {
     #[inline]
     fn lacks_room(&self, pid: usize, owner: usize, flits: usize, notify: bool) -> Option<Full> {
         let p = &self.pipes[pid];
-        let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (self.pipe_flits - 1);
+        let free = layout::ring_free(p.head, p.tail, self.pipe_flits - 1);
         if flits as u32 > free {
             return Some(Full::Pipe);
         }

@@ -2,15 +2,13 @@
 //! reassembling the frames in their data, transmitting them (within the
 //! port's rate limit), and completing the notifications.
 
-use std::sync::atomic::Ordering;
-
 use enso_abi::timestamp::Timestamping;
 use pcie_model::TrafficClass;
 
 use super::shared::{read_region, TxCursor, NOTIF_BYTES};
 use super::state::Core;
 use crate::clock::Clock;
-use crate::layout::{self, signal};
+use crate::layout::{self, TxRequest};
 use crate::port::{self, Port, Wire};
 use crate::wire::{self, FrameError, FLIT};
 
@@ -64,13 +62,14 @@ impl Core {
                         break;
                     }
                     let slot_i = nb.tx_head;
-                    let n = app.tx_notif(nb.tx_ring, slot_i);
-                    let sig = n.signal.load(Ordering::Relaxed);
-                    match sig {
-                        signal::DATA => {
-                            let addr = n.address.load(Ordering::Relaxed) as usize;
-                            let len = n.length.load(Ordering::Relaxed) as usize;
-                            let port = n.port.load(Ordering::Relaxed) as usize;
+                    match app.tx_notif(nb.tx_ring, slot_i).read() {
+                        TxRequest::Data {
+                            address,
+                            length,
+                            port,
+                        } => {
+                            let (addr, len) = (address as usize, length as usize);
+                            let port = port as usize;
                             app.counters.tx_notifications += 1;
                             if len > layout::MAX_TX_LEN as usize
                                 || !app.in_region(addr, len)
@@ -92,20 +91,13 @@ impl Core {
                             self.apps[slot].as_mut().expect("checked").tx = Some(c);
                             c
                         }
-                        signal::CONFIG => {
-                            let (id, args) = (
-                                n.config_id.load(Ordering::Relaxed),
-                                std::array::from_fn::<u64, 5, _>(|i| {
-                                    n.args[i].load(Ordering::Relaxed)
-                                }),
-                            );
-                            let port = n.port.load(Ordering::Relaxed) as usize;
+                        TxRequest::Config { id, args, port } => {
                             app.counters.config_notifications += 1;
-                            self.apply_config(slot, id, args, port, now);
+                            self.apply_config(slot, id, args, port as usize, now);
                             self.complete_tx(slot);
                             continue;
                         }
-                        _ => {
+                        TxRequest::Bad(_) => {
                             app.counters.reject_bad_tx_notification += 1;
                             self.complete_tx(slot);
                             continue;
@@ -304,16 +296,10 @@ impl Core {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let ring = app.nb.tx_ring;
         let i = app.nb.tx_head;
-        if self.latency > 0 {
-            let vis = self.clock.now_ns() + self.latency;
-            app.tx_notif(ring, i).args[layout::TX_VISIBLE_ARG].store(vis, Ordering::Relaxed);
-        }
-        // SYNC POINT D (Release): pairs with software's Acquire load of
-        // `signal` when it reclaims completions; the NIC no longer reads the
-        // data once software sees EMPTY.
-        app.tx_notif(ring, i)
-            .signal
-            .store(signal::EMPTY, Ordering::Release);
+        let vis = (self.latency > 0).then(|| self.clock.now_ns() + self.latency);
+        // SYNC POINT D (Release, in `complete`): the NIC no longer reads the
+        // data once software sees the completion.
+        app.tx_notif(ring, i).complete(vis);
         self.pcie.record_dma_write(
             TrafficClass::Notification,
             (ring + i as usize * layout::NOTIF_SLOT) as u64,
