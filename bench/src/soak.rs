@@ -7,7 +7,7 @@
 //! each carrying its sequence number and a pattern of its own
 //! (`nic_emu::testframe`), sent as fast as the engine can. Applications
 //! attach to the device on both interfaces and on both ports, on two
-//! threads on side B:
+//! threads on side B, one per port, each running these three on its port:
 //!
 //! - an Ensō application whose RX/TX pipes are fallback pipes;
 //! - an Ensō application whose pipes are bound to IPv4/UDP flows by flow
@@ -130,8 +130,8 @@ impl Role {
     }
 }
 
-/// Which applications each thread runs: every role on every port, spread
-/// over the threads so that each has both interfaces and both ports.
+/// Which applications each thread runs: every role on every port, one
+/// thread per port, each with both interfaces.
 pub fn roles_of(host: usize) -> Vec<(Role, u32)> {
     let all = [
         (Role::EnsoFallback, 0),
@@ -1165,13 +1165,13 @@ mod tests {
     }
 
     #[test]
-    fn roles_cover_both_interfaces_and_ports_on_every_thread() {
+    fn roles_cover_both_interfaces_on_every_thread_and_every_port() {
         let mut all = Vec::new();
         for h in 0..HOSTS {
             let r = roles_of(h);
             assert!(r.iter().any(|(role, _)| *role == Role::Packetized), "{r:?}");
             assert!(r.iter().any(|(role, _)| *role != Role::Packetized), "{r:?}");
-            assert!(r.iter().any(|(_, p)| *p == 0) && r.iter().any(|(_, p)| *p == 1));
+            assert!(r.iter().all(|(_, p)| *p == h as u32), "{r:?}");
             all.extend(r);
         }
         all.sort();
