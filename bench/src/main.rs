@@ -63,6 +63,10 @@ enum Command {
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
+    /// The NIC at saturation for a long run: mixed frames, applications on
+    /// both interfaces and ports, attach/detach churn, and every frame
+    /// verified back or counted under a drop cause.
+    Soak(cli::soak::SoakArgs),
     /// The stepped echo run `bench cache` profiles under cachegrind.
     #[command(hide = true)]
     CacheWorker(cli::cache::WorkerArgs),
@@ -206,6 +210,7 @@ impl Command {
             Command::Predict(a) => cli::predict::check(a),
             Command::Wire(a) => cli::wire::check(a),
             Command::All(a) => cli::all::check(a),
+            Command::Soak(a) => cli::soak::check(a),
             Command::CacheWorker(_) => Ok(()),
         }
     }
@@ -235,6 +240,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => cli::predict::run(&args),
         Command::Wire(args) => cli::wire::run(&args),
         Command::All(args) => cli::all::run(&args),
+        Command::Soak(args) => cli::soak::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

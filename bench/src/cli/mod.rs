@@ -15,6 +15,7 @@ pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 pub(crate) mod predict;
+pub(crate) mod soak;
 pub(crate) mod wire;
 
 /// The options given on the command line (clap ids), as opposed to left at
