@@ -85,5 +85,6 @@ pub mod predict;
 pub mod progress;
 pub mod refring;
 pub mod results;
+pub mod scaling;
 pub mod stepped;
 pub mod wire;

@@ -60,6 +60,9 @@ enum Command {
     /// Mpps through the NIC's real-wire backends (memif, afpacket) beside
     /// DPDK's own drivers on the same wire (testpmd), interleaved.
     Wire(cli::wire::WireArgs),
+    /// Echo throughput with 1, 2, 32, 1024 pipes (Ensō) and RSS queues
+    /// (packetized) for one application core, interleaved.
+    Scaling(cli::scaling::ScalingArgs),
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
@@ -205,6 +208,7 @@ impl Command {
             }
             Command::Predict(a) => cli::predict::check(a),
             Command::Wire(a) => cli::wire::check(a),
+            Command::Scaling(a) => cli::scaling::check(a),
             Command::All(a) => cli::all::check(a),
             Command::CacheWorker(_) => Ok(()),
         }
@@ -234,6 +238,7 @@ fn main() -> ExitCode {
         Command::Apps(args) => cli::apps::run(&args),
         Command::Predict(args) => cli::predict::run(&args),
         Command::Wire(args) => cli::wire::run(&args),
+        Command::Scaling(args) => cli::scaling::run(&args),
         Command::All(args) => cli::all::run(&args),
     };
     match outcome {
