@@ -15,6 +15,7 @@ pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 pub(crate) mod predict;
+pub(crate) mod report;
 pub(crate) mod scaling;
 pub(crate) mod wire;
 
