@@ -585,7 +585,7 @@ pub fn expected_trials(plan: &LatencyPlan) -> u64 {
 pub fn rtt_chart(results: &[StrategyResult], placement: &str) -> crate::plot::LineChart {
     let first = results.first();
     let title = format!(
-        "Echo round-trip time (µs, log axis) vs offered load (Mpps): p50 solid, p99 dashed\n{} B, {} ns interconnect; {placement}",
+        "Echo round-trip time (µs, log axis) vs offered load (Mpps)\np50 solid with dots, p99 dashed with triangles; {} B, {} ns interconnect; {placement}",
         first.map_or(0, |r| r.pkt_size),
         first.map_or(0, |r| r.interconnect_latency_ns),
     );

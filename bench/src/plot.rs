@@ -617,7 +617,8 @@ impl BarChart {
         let (lo, hi) = crate::stats::min_max(&values).ok_or(PlotError::NoData)?;
         let (y0, _) = pad(lo.min(0.0), hi.max(0.0), 0.08);
         // Room above the bars for the legend (upper right).
-        let y1 = hi.max(0.0) + (hi.max(0.0) - lo.min(0.0)) * (0.1 + 0.07 * self.series.len() as f64);
+        let y1 =
+            hi.max(0.0) + (hi.max(0.0) - lo.min(0.0)) * (0.1 + 0.07 * self.series.len() as f64);
         let y0 = if lo >= 0.0 { 0.0 } else { y0 };
         let n = self.categories.len() as f64;
 
@@ -837,8 +838,12 @@ impl HBarChart {
             // Row 0 at the top.
             let y = n - i as f64 - 0.5;
             let (lx, ly) = chart.backend_coord(&(0.0, y));
-            root.draw(&Text::new(b.label.clone(), (lx - 10, ly), label_style.clone()))
-                .map_err(draw_err)?;
+            root.draw(&Text::new(
+                b.label.clone(),
+                (lx - 10, ly),
+                label_style.clone(),
+            ))
+            .map_err(draw_err)?;
             let c = colour(b.colour);
             if !b.value.is_finite() {
                 root.draw(&Text::new("no value", (lx + 6, ly), value_style.clone()))
@@ -856,8 +861,14 @@ impl HBarChart {
                 chart
                     .draw_series([
                         PathElement::new(vec![(lo, y), (hi, y)], BLACK.stroke_width(2)),
-                        PathElement::new(vec![(lo, y - 0.15), (lo, y + 0.15)], BLACK.stroke_width(2)),
-                        PathElement::new(vec![(hi, y - 0.15), (hi, y + 0.15)], BLACK.stroke_width(2)),
+                        PathElement::new(
+                            vec![(lo, y - 0.15), (lo, y + 0.15)],
+                            BLACK.stroke_width(2),
+                        ),
+                        PathElement::new(
+                            vec![(hi, y - 0.15), (hi, y + 0.15)],
+                            BLACK.stroke_width(2),
+                        ),
                     ])
                     .map_err(draw_err)?;
                 end = end.max(hi);
@@ -886,7 +897,9 @@ impl HBarChart {
                 ))
                 .map_err(draw_err)?
                 .label(name)
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2))
+                });
         }
         for (ci, name) in &self.legend {
             let c = colour(*ci);
@@ -931,7 +944,8 @@ impl HBarChart {
 /// error says so.
 pub fn svg_to_png(svg: &Path, png: &Path, scale: f32) -> Result<(), PlotError> {
     use resvg::{tiny_skia, usvg};
-    let data = std::fs::read(svg).map_err(|e| PlotError::Draw(format!("{}: {e}", svg.display())))?;
+    let data =
+        std::fs::read(svg).map_err(|e| PlotError::Draw(format!("{}: {e}", svg.display())))?;
     let mut opt = usvg::Options::default();
     let db = opt.fontdb_mut();
     db.load_system_fonts();
@@ -941,8 +955,7 @@ pub fn svg_to_png(svg: &Path, png: &Path, scale: f32) -> Result<(), PlotError> {
         .collect();
     if families.is_empty() {
         return Err(PlotError::Draw(
-            "no fonts on this machine to draw the figures' text (install fonts-dejavu-core)"
-                .into(),
+            "no fonts on this machine to draw the figures' text (install fonts-dejavu-core)".into(),
         ));
     }
     let sans = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "Arial"]
@@ -952,9 +965,10 @@ pub fn svg_to_png(svg: &Path, png: &Path, scale: f32) -> Result<(), PlotError> {
     db.set_sans_serif_family(sans);
     let tree = usvg::Tree::from_data(&data, &opt)
         .map_err(|e| PlotError::Draw(format!("{}: {e}", svg.display())))?;
-    let size = tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
-        PlotError::Draw(format!("{}: cannot scale by {scale}", svg.display()))
-    })?;
+    let size =
+        tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
+            PlotError::Draw(format!("{}: cannot scale by {scale}", svg.display()))
+        })?;
     let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
         .ok_or_else(|| PlotError::Draw(format!("{}: empty image", svg.display())))?;
     resvg::render(
@@ -1076,7 +1090,11 @@ mod tests {
         );
         assert_eq!(decade_ticks(1.0, 1000.0).len(), 10, "1 and 1000 included");
         assert_eq!(decade_ticks(3.0, 4.0), Vec::<f64>::new(), "none inside");
-        assert_eq!(decade_ticks(0.0, 10.0), Vec::<f64>::new(), "not on a log axis");
+        assert_eq!(
+            decade_ticks(0.0, 10.0),
+            Vec::<f64>::new(),
+            "not on a log axis"
+        );
         assert_eq!(decade_ticks(10.0, 1.0), Vec::<f64>::new());
         // Microseconds spanning four decades: no more than 13 labels.
         let t = decade_ticks(0.9, 5000.0);
@@ -1102,11 +1120,20 @@ mod tests {
     fn the_legend_goes_where_the_lines_are_not() {
         // Lines rising to the upper right: the legend goes upper left.
         let rising = [(0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (0.9, 0.95)];
-        assert!(matches!(legend_corner(&rising), SeriesLabelPosition::UpperLeft));
+        assert!(matches!(
+            legend_corner(&rising),
+            SeriesLabelPosition::UpperLeft
+        ));
         let falling = [(0.0, 1.0), (0.1, 0.9), (1.0, 0.5)];
-        assert!(matches!(legend_corner(&falling), SeriesLabelPosition::UpperRight));
+        assert!(matches!(
+            legend_corner(&falling),
+            SeriesLabelPosition::UpperRight
+        ));
         let top = [(0.0, 1.0), (1.0, 1.0), (0.5, 1.0)];
-        assert!(matches!(legend_corner(&top), SeriesLabelPosition::LowerRight));
+        assert!(matches!(
+            legend_corner(&top),
+            SeriesLabelPosition::LowerRight
+        ));
     }
 
     #[test]

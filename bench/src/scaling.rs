@@ -260,8 +260,12 @@ pub fn summarise(plan: &ScalingPlan, report: &InterleaveReport) -> Vec<ScalingPo
                 .copied()
                 .unwrap_or(f64::NAN)
         };
-        let nic_busy = per_trial(report, &name, |t| t.busy_fraction("nic").unwrap_or(f64::NAN));
-        let app_busy = per_trial(report, &name, |t| t.busy_fraction("app").unwrap_or(f64::NAN));
+        let nic_busy = per_trial(report, &name, |t| {
+            t.busy_fraction("nic").unwrap_or(f64::NAN)
+        });
+        let app_busy = per_trial(report, &name, |t| {
+            t.busy_fraction("app").unwrap_or(f64::NAN)
+        });
         let notif = per_trial(report, &name, |t| {
             t.extra.get("rx_notifications").copied().unwrap_or(0.0) / t.packets.max(1) as f64
         });
@@ -384,17 +388,23 @@ pub fn interpretation(points: &[ScalingPoint]) -> Vec<String> {
 pub fn chart(points: &[ScalingPoint], wire_size: usize, placement: &str) -> LineChart {
     let mut c = LineChart::new(
         &format!(
-            "Echo rate (Mpps) vs pipes or RSS queues, one application core, {wire_size} B\n{placement}"
+            "Echo rate (Mpps, log axis) vs pipes or RSS queues, one application core, {wire_size} B\n{placement}"
         ),
         "pipes (Ensō) or RSS queues (packetized), log axis",
-        "echoed packets (Mpps, median)",
+        "echoed packets (Mpps, median), log axis",
     )
     .log_x()
+    .log_y()
     .flagged_label("trials on shared cores");
     for (ci, iface) in ["enso", "packetized"].into_iter().enumerate() {
         let mut pts = Vec::new();
         let mut flagged = Vec::new();
-        for p in points.iter().filter(|p| p.interface == iface) {
+        // A log axis has no room for a rate of zero (a trial that moved
+        // nothing); such a point is left out.
+        for p in points
+            .iter()
+            .filter(|p| p.interface == iface && p.mpps > 0.0)
+        {
             if p.contended_trials * 2 > p.trials {
                 flagged.push(pts.len());
             }
@@ -473,7 +483,8 @@ mod tests {
             .zip(rates)
             .map(|((n, _, _), r)| fake(n, r))
             .collect();
-        let mut refs: Vec<&mut dyn Variant> = vs.iter_mut().map(|v| v as &mut dyn Variant).collect();
+        let mut refs: Vec<&mut dyn Variant> =
+            vs.iter_mut().map(|v| v as &mut dyn Variant).collect();
         let report = Interleave::new(Duration::from_millis(5))
             .rounds(2)
             .warmup(0)
@@ -491,7 +502,10 @@ mod tests {
         let words = interpretation(&pts).join("\n");
         assert!(words.contains("enso: 18.00 Mpps with 1024"), "{words}");
         assert!(words.contains("kept its rate"), "{words}");
-        assert!(words.contains("packetized") && words.contains("lost most of"), "{words}");
+        assert!(
+            words.contains("packetized") && words.contains("lost most of"),
+            "{words}"
+        );
         let c = chart(&pts, 64, "cores 0,1");
         assert_eq!(c.series.len(), 2);
         assert!(c.title.contains("Mpps") && c.title.contains("cores 0,1"));

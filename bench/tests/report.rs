@@ -14,7 +14,11 @@ fn assert_svg(path: &Path, title_has: &str) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(text.starts_with("<svg"), "{}", path.display());
     assert!(text.trim_end().ends_with("</svg>"), "{}", path.display());
-    assert!(text.contains(title_has), "{}: no {title_has:?}", path.display());
+    assert!(
+        text.contains(title_has),
+        "{}: no {title_has:?}",
+        path.display()
+    );
 }
 
 /// The file is a PNG of the size a 900 px wide figure at 1.5x gives, with
@@ -61,8 +65,14 @@ fn the_smallest_report_has_every_claim_and_its_figures() {
         ("2. Echo speedup (Ensō / packetized)", "echo"),
         ("3. PCIe metadata share", "pcie"),
         ("4. Cache behaviour", "cache"),
-        ("5. Notification strategies and prefetching against load", "latency"),
-        ("6. Scaling with pipes and queues (one application core)", "scaling"),
+        (
+            "5. Notification strategies and prefetching against load",
+            "latency",
+        ),
+        (
+            "6. Scaling with pipes and queues (one application core)",
+            "scaling",
+        ),
         ("7. The applications", "apps"),
     ];
     let header =
@@ -97,19 +107,28 @@ fn the_smallest_report_has_every_claim_and_its_figures() {
             assert_png(&out.join(f));
             assert!(out.join(f).with_extension("svg").exists(), "{f}");
         }
-        assert!(section.trim_end().lines().last().unwrap().len() > 100, "a paragraph");
+        assert!(
+            section.trim_end().lines().last().unwrap().len() > 100,
+            "a paragraph"
+        );
     }
     // The report's own figures, titled with their unit and placement.
     if !errors.contains_key("echo") {
         assert_svg(&out.join("throughput.svg"), "Gb/s");
         assert_svg(&out.join("throughput.svg"), "probe");
         assert_svg(&out.join("echo_speedup.svg"), "speedup");
-        assert!(md.contains("| speedup at 64 B (packet rate) | x | "), "{md}");
+        assert!(
+            md.contains("| speedup at 64 B (packet rate) | x | "),
+            "{md}"
+        );
     }
     if !errors.contains_key("scaling") {
         assert_svg(&out.join("scaling/scaling.svg"), "Mpps");
         assert!(md.contains("| enso x32: rate relative to x1 "), "{md}");
-        assert!(md.contains("| packetized x32: rate relative to x1 "), "{md}");
+        assert!(
+            md.contains("| packetized x32: rate relative to x1 "),
+            "{md}"
+        );
     }
     if !errors.contains_key("apps") {
         assert_svg(&out.join("apps/apps.svg"), "1x: no speedup");

@@ -656,8 +656,7 @@ pub(crate) fn save(
     let outs = &o.outs;
     let (table, md) = summary(a, o);
     d.write_config(a).map_err(|e| e.to_string())?;
-    d.write_json("apps.json", outs)
-        .map_err(|e| e.to_string())?;
+    d.write_json("apps.json", outs).map_err(|e| e.to_string())?;
     d.write_table("apps.csv", &table)
         .map_err(|e| e.to_string())?;
     d.write_summary(&md).map_err(|e| e.to_string())?;

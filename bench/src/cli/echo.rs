@@ -255,11 +255,7 @@ impl Outcome {
             .iter()
             .filter_map(|r| r.report.probe_range_ns.map(|x| x.1))
             .reduce(f64::max);
-        super::placement_short(
-            &self.placement,
-            bench::stats::median(&medians),
-            lo.zip(hi),
-        )
+        super::placement_short(&self.placement, bench::stats::median(&medians), lo.zip(hi))
     }
 
     /// Trials that shared their cores, and trials in all.

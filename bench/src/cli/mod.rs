@@ -206,7 +206,10 @@ pub(crate) fn placement_short(
             PlacementClass::of(lo).name(),
             PlacementClass::of(hi).name()
         ),
-        _ => format!("{cores}, probe {m:.0} ns ({})", PlacementClass::of(m).name()),
+        _ => format!(
+            "{cores}, probe {m:.0} ns ({})",
+            PlacementClass::of(m).name()
+        ),
     }
 }
 

@@ -85,16 +85,9 @@ fn settings(level: Level) -> [Vec<&'static str>; 6] {
     // What every level measures: both interfaces, the paper's sizes.
     let echo = ["--interface", "both", "--sizes", "64,128,256,512,1024,1518"];
     match level {
-        Level::Full => [
-            echo.to_vec(),
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-        ],
+        Level::Full => [echo.to_vec(), vec![], vec![], vec![], vec![], vec![]],
         Level::Quick => [
-            [&echo[..], &["--duration-ms", "900", "--trial-ms", "80"]].concat(),
+            [&echo[..], &["--duration-ms", "1500", "--trial-ms", "80"]].concat(),
             vec!["--packets", "30000"],
             vec!["--packets", "20000"],
             vec![
@@ -111,7 +104,7 @@ fn settings(level: Level) -> [Vec<&'static str>; 6] {
                 "--attempts",
                 "1",
             ],
-            vec!["--duration-ms", "3000", "--trial-ms", "80"],
+            vec!["--duration-ms", "8000", "--trial-ms", "60"],
             vec![
                 "--maglev-flows",
                 "16",
@@ -124,7 +117,7 @@ fn settings(level: Level) -> [Vec<&'static str>; 6] {
                 "--rounds",
                 "3",
                 "--trial-ms",
-                "200",
+                "250",
             ],
         ],
         Level::Smoke => [
@@ -154,7 +147,14 @@ fn settings(level: Level) -> [Vec<&'static str>; 6] {
                 "--attempts",
                 "2",
             ],
-            vec!["--pipes", "1,32", "--duration-ms", "400", "--trial-ms", "25"],
+            vec![
+                "--pipes",
+                "1,32",
+                "--duration-ms",
+                "400",
+                "--trial-ms",
+                "25",
+            ],
             vec![
                 "--maglev-flows",
                 "16",
@@ -273,7 +273,13 @@ fn cell(v: Option<f64>) -> String {
 pub(crate) fn render(header: &str, claims: &[Claim]) -> String {
     let mut md = String::from(header);
     for (i, c) in claims.iter().enumerate() {
-        let _ = write!(md, "\n## {}. {}\n\n**Paper:** {}\n\n", i + 1, c.title, c.claim);
+        let _ = write!(
+            md,
+            "\n## {}. {}\n\n**Paper:** {}\n\n",
+            i + 1,
+            c.title,
+            c.claim
+        );
         if let Some(m) = &c.missing {
             let _ = writeln!(md, "_Not measured in this run: {m}._\n");
         }
@@ -525,11 +531,11 @@ fn predictions(m: &Measured, root: &Path) -> (Option<predict::Report>, String) {
     let mut skipped = Vec::new();
     let base = predict::default_results_dir();
     let mut from = Vec::new();
-    let echo = match m
-        .echo
-        .as_ref()
-        .and_then(|_| predict::load_echo(&root.join("echo"), &mut skipped).ok().flatten())
-    {
+    let echo = match m.echo.as_ref().and_then(|_| {
+        predict::load_echo(&root.join("echo"), &mut skipped)
+            .ok()
+            .flatten()
+    }) {
         Some(c) => {
             from.push("echo costs from this run".to_string());
             Some(c)
@@ -545,22 +551,35 @@ fn predictions(m: &Measured, root: &Path) -> (Option<predict::Report>, String) {
                 .flatten()
         }
     };
-    let here = m
+    let mut apps = m
         .apps
         .as_ref()
         .and_then(|_| predict::load_apps(&root.join("apps"), &mut skipped).ok())
         .unwrap_or_default();
-    let apps = if here.is_empty() {
+    let mine: Vec<String> = apps.iter().map(|a| a.app.clone()).collect();
+    // Applications this run has no usable row for take the checked-in one.
+    let others: Vec<predict::AppCost> =
+        predict::load_apps(&base.join(params::APPS_COSTS), &mut skipped)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| !mine.contains(&a.app))
+            .collect();
+    let mut theirs: Vec<String> = others.iter().map(|a| a.app.clone()).collect();
+    theirs.dedup();
+    let mut mine = mine;
+    mine.dedup();
+    if !mine.is_empty() {
+        from.push(format!("costs of {} from this run", mine.join(", ")));
+    }
+    if !theirs.is_empty() {
         from.push(format!(
-            "application costs from docs/results/{} (this run's rows were not measured with the \
-             cores sharing a last-level cache)",
+            "costs of {} from docs/results/{} (this run's rows of them were not measured with \
+             the cores sharing a last-level cache)",
+            theirs.join(", "),
             params::APPS_COSTS
         ));
-        predict::load_apps(&base.join(params::APPS_COSTS), &mut skipped).unwrap_or_default()
-    } else {
-        from.push("application costs from this run".to_string());
-        here
-    };
+    }
+    apps.extend(others);
     let report = predict::report(Inputs {
         sizes,
         echo,
@@ -686,7 +705,10 @@ fn throughput(
     for s in &sums {
         let metric = format!("echo_{}_{}B_1core", s.interface, s.pkt_size);
         c.rows.push(ClaimRow {
-            metric: format!("{} echo at {} B (limit here: {})", s.interface, s.pkt_size, s.bottleneck),
+            metric: format!(
+                "{} echo at {} B (limit here: {})",
+                s.interface, s.pkt_size, s.bottleneck
+            ),
             unit: "Mpps".into(),
             measured: Some(s.mpps),
             placement: place.clone(),
@@ -710,6 +732,9 @@ fn throughput(
     for (ci, iface) in ["enso", "packetized"].into_iter().enumerate() {
         let mine: Vec<&&bench::echo::EchoSummary> =
             sums.iter().filter(|s| s.interface == iface).collect();
+        // A log axis has no room for a rate of zero (a run that moved nothing).
+        let mine: Vec<&&bench::echo::EchoSummary> =
+            mine.into_iter().filter(|s| s.gbps > 0.0).collect();
         let mut meas = Series::new(
             format!("{iface}, measured"),
             mine.iter().map(|s| (s.pkt_size as f64, s.gbps)).collect(),
@@ -740,7 +765,8 @@ fn throughput(
         }
     }
     let f = line_figure(dir, "throughput.svg", &chart)?;
-    c.figures.push((f, "Echo throughput against packet size".into()));
+    c.figures
+        .push((f, "Echo throughput against packet size".into()));
     let at = |iface: &str, size: usize| {
         sums.iter()
             .find(|s| s.interface == iface && s.pkt_size == size)
@@ -760,7 +786,10 @@ fn throughput(
             cell(predicted(p, "echo_packetized_64B_1core")),
         );
         let nic_limited = sums.iter().filter(|s| s.bottleneck == "nic").count();
-        let contended = sums.iter().filter(|s| s.contended_trials * 2 > s.trials).count();
+        let contended = sums
+            .iter()
+            .filter(|s| s.contended_trials * 2 > s.trials)
+            .count();
         let _ = write!(
             para,
             "The measured rates are far below both because the emulated NIC is one CPU core \
@@ -1017,8 +1046,12 @@ fn pcie_share(
         "pcie/bytes.svg".into(),
         "PCIe link bytes per packet, data and metadata".into(),
     ));
-    let e = res.iter().find(|r| r.interface == "enso" && r.pkt_size == 64);
-    let k = res.iter().find(|r| r.interface == "packetized" && r.pkt_size == 64);
+    let e = res
+        .iter()
+        .find(|r| r.interface == "enso" && r.pkt_size == 64);
+    let k = res
+        .iter()
+        .find(|r| r.interface == "packetized" && r.pkt_size == 64);
     if let (Some(e), Some(k)) = (e, k) {
         c.paragraph = format!(
             "The emulated NIC counts every DMA and register write as PCIe Gen3 x16 TLPs on a \
@@ -1196,7 +1229,8 @@ fn notifications(
                 metric: format!(
                     "{}: p50 RTT at {}% load ({} Mpps)",
                     r.strategy,
-                    pt.offered_load_pct.map_or_else(|| "?".into(), num),
+                    pt.offered_load_pct
+                        .map_or_else(|| "?".into(), |x| format!("{x:.0}")),
                     num(pt.offered_mpps)
                 ),
                 unit: "µs".into(),
@@ -1329,13 +1363,14 @@ fn scaling_claim(
             ),
         });
     }
-    c.figures
-        .push(("scaling/scaling.svg".into(), "Echo rate against pipes or queues".into()));
+    c.figures.push((
+        "scaling/scaling.svg".into(),
+        "Echo rate against pipes or queues".into(),
+    ));
     let most = o.run.plan.counts.iter().copied().max().unwrap_or(1);
     let at = |iface: &str| pts.iter().find(|x| x.interface == iface && x.pipes == most);
-    let mut para = format!(
-        "Measured ({place}; every interface and count interleaved in the same rounds): "
-    );
+    let mut para =
+        format!("Measured ({place}; every interface and count interleaved in the same rounds): ");
     for line in bench::scaling::interpretation(pts) {
         para.push_str(&line);
         para.push(' ');
@@ -1400,7 +1435,10 @@ fn apps_claim(
                 format!("{stem}_packetized_1core_max"),
             )
         } else {
-            (format!("{stem}_enso_1core"), format!("{stem}_packetized_1core"))
+            (
+                format!("{stem}_enso_1core"),
+                format!("{stem}_packetized_1core"),
+            )
         };
         let class = bench::probe::PlacementClass::between(r.probe_rtt_ns, r.probe_after_rtt_ns);
         c.rows.push(ClaimRow {
@@ -1424,8 +1462,10 @@ fn apps_claim(
             paper_note: None,
         });
     }
-    c.figures
-        .push(("apps/apps.svg".into(), "Application speedups, Ensō / packetized".into()));
+    c.figures.push((
+        "apps/apps.svg".into(),
+        "Application speedups, Ensō / packetized".into(),
+    ));
     let mut para = String::from(
         "Measured rows are the median of per-round ratios of alternating trials, the NIC's \
          generator making the load; the colour of each bar in the figure is the placement the \
@@ -1496,7 +1536,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let o = tmp.path().join("r");
         let o = o.to_str().unwrap();
-        for w in [&["--out", o][..], &["--out", o, "--quick"], &["--out", o, "--smoke"]] {
+        for w in [
+            &["--out", o][..],
+            &["--out", o, "--quick"],
+            &["--out", o, "--smoke"],
+        ] {
             assert_eq!(check(&report_args(w)), Ok(()), "{w:?}");
         }
         assert_eq!(
@@ -1562,19 +1606,27 @@ mod tests {
     #[test]
     fn the_report_has_a_section_and_table_per_claim() {
         let md = render("# Report\n", &synthetic());
-        assert!(md.starts_with("# Report\n\n## 1. Echo speedup\n\n**Paper:** 2.5x at 64 B\n"), "{md}");
+        assert!(
+            md.starts_with("# Report\n\n## 1. Echo speedup\n\n**Paper:** 2.5x at 64 B\n"),
+            "{md}"
+        );
         assert!(md.contains(
             "| metric | unit | measured here | placement | predicted (paper's hardware) | paper |"
         ));
         assert!(
-            md.contains("| speedup at 64 B | x | 2.13 | cores 0,1, probe 85 ns (close) | 1.69 | 2.52 |"),
+            md.contains(
+                "| speedup at 64 B | x | 2.13 | cores 0,1, probe 85 ns (close) | 1.69 | 2.52 |"
+            ),
             "{md}"
         );
         assert!(md.contains("![Echo speedup](echo_speedup.png)"));
         assert!(md.contains("\n## 2. Cache behaviour\n"));
         assert!(md.contains("_Not measured in this run: valgrind is not installed._"));
         // No measurement, no placement; a bound in words stands for the paper.
-        assert!(md.contains("| L1d misses, Ensō / packetized | x | - | - | - | <= 0.25 |"), "{md}");
+        assert!(
+            md.contains("| L1d misses, Ensō / packetized | x | - | - | - | <= 0.25 |"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -90,11 +90,16 @@ pub(crate) fn plan(args: &ScalingArgs) -> Result<ScalingPlan, String> {
     plan.tx_ring = args.rx_ring;
     plan.trial = Duration::from_millis(args.trial_ms);
     plan.total = Duration::from_millis(args.duration_ms);
-    plan.check().map_err(|e| match e.strip_prefix("pipe count") {
-        Some(rest) => format!("--pipes: {}", rest.trim_start()),
-        None => e,
-    })?;
-    super::check_trials_fit(args.trial_ms, args.duration_ms, plan.variants().len() as u64)?;
+    plan.check()
+        .map_err(|e| match e.strip_prefix("pipe count") {
+            Some(rest) => format!("--pipes: {}", rest.trim_start()),
+            None => e,
+        })?;
+    super::check_trials_fit(
+        args.trial_ms,
+        args.duration_ms,
+        plan.variants().len() as u64,
+    )?;
     Ok(plan)
 }
 
@@ -151,10 +156,10 @@ pub(crate) fn measure(args: &ScalingArgs) -> Result<Outcome, String> {
     let json = args.common.json;
     if !json {
         eprintln!(
-            "scaling: echo at {} B with {:?} pipes/queues, {} interleaved in {} ms trials",
+            "scaling: echo at {} B with {:?} pipes/queues, {:.1} s interleaved in {} ms trials",
             plan.wire_size,
             plan.counts,
-            format!("{:.1} s", args.duration_ms as f64 / 1e3),
+            args.duration_ms as f64 / 1e3,
             args.trial_ms
         );
         eprintln!("{}", placement_line(&placement, false));
@@ -170,8 +175,7 @@ pub(crate) fn measure(args: &ScalingArgs) -> Result<Outcome, String> {
 
 pub(crate) fn print(o: &Outcome) {
     println!("{}", placement_line(&o.placement, false));
-    if let (Some(m), Some((lo, hi))) = (o.run.report.probe_median_ns, o.run.report.probe_range_ns)
-    {
+    if let (Some(m), Some((lo, hi))) = (o.run.report.probe_median_ns, o.run.report.probe_range_ns) {
         println!("probe: cross-core round trip median {m:.0} ns ({lo:.0}..{hi:.0})");
     }
     print!("{}", text_table(&scaling::table(&o.run.points)));
@@ -208,8 +212,7 @@ pub(crate) fn summary_md(o: &Outcome) -> String {
         o.run.plan.flows_per_pipe,
         scaling::MIN_FLOWS,
     );
-    if let (Some(m), Some((lo, hi))) = (o.run.report.probe_median_ns, o.run.report.probe_range_ns)
-    {
+    if let (Some(m), Some((lo, hi))) = (o.run.report.probe_median_ns, o.run.report.probe_range_ns) {
         md.push_str(&format!(
             "Probe (cross-core round trip): median {m:.0} ns ({lo:.0}..{hi:.0}).\n\n"
         ));
@@ -299,15 +302,25 @@ mod tests {
     #[test]
     fn pipe_counts_are_checked() {
         assert_eq!(check_words(&[]), Ok(()));
-        assert_eq!(check_words(&["--pipes", "1,1024", "--interface", "enso"]), Ok(()));
+        assert_eq!(
+            check_words(&["--pipes", "1,1024", "--interface", "enso"]),
+            Ok(())
+        );
         for (pipes, e) in [
             ("0,2", "--pipes: 0 is outside 1..=1024"),
             ("1,2048", "--pipes: 2048 is outside 1..=1024"),
             ("1,2,1", "--pipes: 1 is given twice"),
-            ("1,,2", "--pipes '1,,2': an empty count (two commas, or one at an end)"),
+            (
+                "1,,2",
+                "--pipes '1,,2': an empty count (two commas, or one at an end)",
+            ),
             ("1,x", "--pipes: \"x\" is not a count"),
         ] {
-            assert_eq!(check_words(&["--pipes", pipes]), Err(e.to_string()), "{pipes}");
+            assert_eq!(
+                check_words(&["--pipes", pipes]),
+                Err(e.to_string()),
+                "{pipes}"
+            );
         }
     }
 
@@ -319,19 +332,30 @@ mod tests {
         assert!(check_words(&["--window", "4096"])
             .unwrap_err()
             .contains("can overflow"));
-        assert!(check_words(&["--trial-ms", "1000", "--duration-ms", "2000"])
-            .unwrap_err()
-            .starts_with("--trial-ms 1000 does not fit"));
+        assert!(
+            check_words(&["--trial-ms", "1000", "--duration-ms", "2000"])
+                .unwrap_err()
+                .starts_with("--trial-ms 1000 does not fit")
+        );
         assert!(check_words(&["--size", "60"]).is_err());
         assert!(check_words(&["--cores", "0,0"]).is_err());
     }
 
     #[test]
     fn the_plan_follows_the_arguments() {
-        let words: Vec<String> = ["--pipes", "2,32", "--interface", "packetized", "--rx-ring", "512", "--window", "256"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let words: Vec<String> = [
+            "--pipes",
+            "2,32",
+            "--interface",
+            "packetized",
+            "--rx-ring",
+            "512",
+            "--window",
+            "256",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let (a, _) = super::super::parse_words::<ScalingArgs>(&words).unwrap();
         let p = plan(&a).unwrap();
         assert_eq!(p.counts, vec![2, 32]);
