@@ -818,13 +818,30 @@ fn throughput(
     }
     if let (Some(e), Some(big)) = (at("enso", 64), sums.iter().map(|s| s.pkt_size).max()) {
         if let Some(eb) = at("enso", big) {
+            let rows: Vec<&predict::Row> = sums
+                .iter()
+                .filter(|s| s.interface == "enso")
+                .filter_map(|s| pred_row(p, &format!("echo_enso_{}B_1core", s.pkt_size)))
+                .collect();
+            let eth = rows.iter().filter(|r| r.bound_by == "ethernet").count();
             let _ = write!(
                 para,
-                "As frames grow the rate in Gb/s rises ({} Gb/s at 64 B, {} at {big} B) because \
-                 the engine's cost is mostly per frame, not per byte; the prediction is \
-                 Ethernet-bound at every size for Ensō, as the paper's line-rate claim is.",
+                "Measured here, the rate in Gb/s {} as frames grow ({} Gb/s at 64 B, {} at \
+                 {big} B): the engine's cost is mostly per frame, not per byte. The prediction \
+                 for Ensō is Ethernet-bound at {eth} of {} sizes{}.",
+                if eb.gbps > e.gbps {
+                    "rises"
+                } else {
+                    "does not rise"
+                },
                 num(e.gbps),
-                num(eb.gbps)
+                num(eb.gbps),
+                rows.len(),
+                if eth == rows.len() {
+                    ", as the paper's line-rate claim is"
+                } else {
+                    " and just below the line rate, bound by PCIe, at the others"
+                }
             );
         }
     }
@@ -949,9 +966,9 @@ fn echo_speedup(
              interface, so it is the engine's ratio as much as the interface's; the \
              application-capacity ratio ({}x) compares the application's own cost per \
              packet, the part of the speedup a hardware NIC would leave to the host. The \
-             prediction is PCIe- and Ethernet-bound (Ensō reaches the line rate, the \
-             packetized interface its PCIe ceiling with DPDK's descriptor traffic), a limit \
-             this machine never reaches. The host's placement of the two vCPUs moves the \
+             prediction is bound by {} for Ensō and by {} for the packetized interface \
+             (`core`: one core's rate from the application's time per packet measured with \
+             the cores sharing a last-level cache). The host's placement of the two vCPUs moves the \
              measured ratio too: with them apart a descriptor ring costs more cross-core \
              misses than a pipe, and earlier runs gave about 2x close and 4-5x apart.",
             num(meas),
@@ -970,6 +987,8 @@ fn echo_speedup(
                 })
                 .map_or_else(|| "-".into(), |x| num(x.nic_ns_per_pkt)),
             cell(s.app_capacity_speedup),
+            pred_row(p, "echo_enso_64B_1core").map_or("-", |r| r.bound_by.as_str()),
+            pred_row(p, "echo_packetized_64B_1core").map_or("-", |r| r.bound_by.as_str()),
         );
     }
     Ok(c)
@@ -1063,8 +1082,8 @@ fn pcie_share(
              memory-side payload (no TLP headers), which the model gives in the rows below \
              the link shares; the emulated NIC does not count memory-side bytes, so those \
              rows have no measurement. Ensō's share depends on the packets per notification: \
-             at saturation this engine batches {} per notification, more than the paper's 32, \
-             which makes its measured share smaller than the model's at k = 32.",
+             at saturation this engine batched {} per notification, {} the paper's 32 \
+             ({}% metadata in the model at k = 32).",
             num(k.metadata_fraction * 100.0),
             num(e.metadata_fraction * 100.0),
             cell(e.k_rx),
@@ -1075,6 +1094,12 @@ fn pcie_share(
                 "no smaller"
             },
             cell(e.k_rx),
+            match e.k_rx {
+                Some(x) if x > 32.0 => "more than",
+                Some(x) if x < 32.0 => "fewer than",
+                _ => "as many as",
+            },
+            num(e.metadata_fraction_enso_k32 * 100.0),
         );
     }
     Ok(c)
@@ -1261,9 +1286,7 @@ fn notifications(
             "Measured ({place}, {} ns emulated interconnect): reactive notifications held \
              {} Mpps without loss and one per packet {} Mpps ({}x); the model puts the \
              reactive ceiling at {} Gb/s (Ethernet) and the per-packet one at {} Gb/s (PCIe), \
-             where the paper has 100 and 50. Here neither is reached: the emulated engine \
-             saturates first, so the measured gap is the engine's extra work per notification \
-             rather than PCIe's. At the lowest load the p50 round trip was {} µs reactive, \
+             where the paper has 100 and 50. {} At the lowest load the p50 round trip was {} µs reactive, \
              {} µs prefetching{} and {} µs per packet; the packetized interface crosses the \
              emulated interconnect once less per round trip (its descriptor write-backs are \
              not delayed). Latency points on shared cores are ringed in the figure and are \
@@ -1274,6 +1297,14 @@ fn notifications(
             num(re.max_zero_loss_mpps / pp.max_zero_loss_mpps.max(1e-9)),
             cell(predicted(p, "reactive_ceiling_64B")),
             cell(predicted(p, "per_packet_ceiling_64B")),
+            if predicted(p, "per_packet_ceiling_64B")
+                .is_some_and(|c| predict::wire_gbps(re.max_zero_loss_mpps, s) < c)
+            {
+                "Here neither ceiling is reached: the emulated engine saturates first, so the \
+                 measured gap is the engine's extra work per notification rather than PCIe's."
+            } else {
+                "Here the measured maxima reach the model's ceilings."
+            },
             cell(low(re)),
             cell(pf.and_then(low)),
             match (pf.and_then(low), low(re)) {
@@ -1376,15 +1407,23 @@ fn scaling_claim(
         para.push(' ');
     }
     if let Some(e) = at("enso") {
+        let few = e.packets_per_notification.is_some_and(|k| k < 4.0);
         let _ = write!(
             para,
-            "With {most} pipes Ensō's notifications each covered {} packets: the window of {} \
-             frames in flight spread over that many pipes leaves few per pipe, so the NIC \
-             notifies about nearly every packet; the prediction for Ensō feeds that count to \
-             the PCIe model (the same metadata cost as per-packet notifications), which the \
-             paper's line-rate load, with far more packets queued per pipe, would not see. ",
+            "With {most} pipes Ensō's notifications each covered {} packets{}; the prediction \
+             for Ensō feeds the packets per notification measured at each count to the PCIe \
+             model, and the paper's line-rate load, with far more packets queued per pipe, \
+             would batch more. ",
             cell(e.packets_per_notification),
-            o.run.plan.window,
+            if few {
+                format!(
+                    ": the window of {} frames in flight spread over that many pipes leaves \
+                     few per pipe, so the NIC notifies about nearly every packet",
+                    o.run.plan.window
+                )
+            } else {
+                String::new()
+            },
         );
     }
     para.push_str(
