@@ -881,7 +881,8 @@ impl HBarChart {
                     .map_err(draw_err)?;
                 34
             } else {
-                8
+                // Clear of a whisker's cap.
+                14
             };
             root.draw(&Text::new(text, (vx + shift, vy), value_style.clone()))
                 .map_err(draw_err)?;
