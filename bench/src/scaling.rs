@@ -73,7 +73,7 @@ impl ScalingPlan {
             rx_ring: 1024,
             tx_ring: 1024,
             trial: Duration::from_millis(100),
-            total: Duration::from_millis(6000),
+            total: Duration::from_millis(12_000),
         }
     }
 

@@ -46,7 +46,7 @@ pub(crate) struct ScalingArgs {
     pub(crate) rx_ring: u32,
     /// Interleaved run length (a warm-up round included): at least two
     /// rounds of one --trial-ms trial per variant.
-    #[arg(long, default_value_t = 6000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    #[arg(long, default_value_t = 12_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub(crate) duration_ms: u64,
     /// Length of one trial.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
