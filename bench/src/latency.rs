@@ -580,14 +580,14 @@ pub fn expected_trials(plan: &LatencyPlan) -> u64 {
 }
 
 /// The RTT chart: p50 (solid, dots) and p99 (dashed, triangles) per
-/// strategy on a log axis in µs, points measured on shared cores ringed.
-pub fn rtt_chart(results: &[StrategyResult]) -> crate::plot::LineChart {
+/// strategy on a log axis in µs, points measured on shared cores ringed;
+/// `placement` (cores and probe) goes into the title.
+pub fn rtt_chart(results: &[StrategyResult], placement: &str) -> crate::plot::LineChart {
     let first = results.first();
     let title = format!(
-        "Echo RTT, p50 and p99 (µs, log axis) vs offered load (Mpps): {} B, {} ns interconnect, cores {}",
+        "Echo round-trip time (µs, log axis) vs offered load (Mpps)\np50 solid with dots, p99 dashed with triangles; {} B, {} ns interconnect; {placement}",
         first.map_or(0, |r| r.pkt_size),
         first.map_or(0, |r| r.interconnect_latency_ns),
-        first.map_or("?", |r| r.placement.as_str()),
     );
     let mut chart =
         crate::plot::LineChart::new(&title, "offered load (Mpps)", "round-trip time (µs)")

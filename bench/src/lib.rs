@@ -85,6 +85,7 @@ pub mod predict;
 pub mod progress;
 pub mod refring;
 pub mod results;
+pub mod scaling;
 pub mod soak;
 pub mod stepped;
 pub mod wire;

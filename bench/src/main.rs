@@ -60,6 +60,13 @@ enum Command {
     /// Mpps through the NIC's real-wire backends (memif, afpacket) beside
     /// DPDK's own drivers on the same wire (testpmd), interleaved.
     Wire(cli::wire::WireArgs),
+    /// Echo throughput with 1, 2, 32, 1024 pipes (Ensō) and RSS queues
+    /// (packetized) for one application core, interleaved.
+    Scaling(cli::scaling::ScalingArgs),
+    /// Run the experiments behind each of the paper's claims and write one
+    /// Markdown report (report.md) with figures as SVG and PNG: measured
+    /// here, predicted for the paper's hardware, and the paper's number.
+    Report(cli::report::ReportArgs),
     /// Every experiment, with quick settings (or --full), into one results
     /// directory: echo (sizes sweep), echo rx, pcie, cache, latency.
     All(cli::all::AllArgs),
@@ -209,6 +216,8 @@ impl Command {
             }
             Command::Predict(a) => cli::predict::check(a),
             Command::Wire(a) => cli::wire::check(a),
+            Command::Scaling(a) => cli::scaling::check(a),
+            Command::Report(a) => cli::report::check(a),
             Command::All(a) => cli::all::check(a),
             Command::Soak(a) => cli::soak::check(a),
             Command::CacheWorker(_) => Ok(()),
@@ -239,6 +248,8 @@ fn main() -> ExitCode {
         Command::Apps(args) => cli::apps::run(&args),
         Command::Predict(args) => cli::predict::run(&args),
         Command::Wire(args) => cli::wire::run(&args),
+        Command::Scaling(args) => cli::scaling::run(&args),
+        Command::Report(args) => cli::report::run(&args),
         Command::All(args) => cli::all::run(&args),
         Command::Soak(args) => cli::soak::run(&args),
     };

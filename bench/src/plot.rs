@@ -27,6 +27,74 @@ fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
 }
 
+/// Font sizes (plotters' units) of tick labels and legends, of axis
+/// descriptions, and of a title's first line and the lines after it.
+const LABEL_FONT: u32 = 17;
+const AXIS_FONT: u32 = 19;
+const TITLE_FONT: u32 = 24;
+const SUBTITLE_FONT: u32 = 19;
+/// Characters of a title line at most (the first paragraph, in the larger
+/// font, and the others): longer titles wrap at spaces.
+const TITLE_CHARS: usize = 80;
+const SUBTITLE_CHARS: usize = 104;
+
+/// Breaks `title` into lines of at most `width` characters at spaces (a
+/// longer word stands alone); a newline always breaks.
+pub fn wrap(title: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for para in title.split('\n') {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// A title's lines, each with its paragraph's index: the first paragraph
+/// (up to the first newline) wraps at [`TITLE_CHARS`], the rest at
+/// [`SUBTITLE_CHARS`].
+fn title_lines(title: &str) -> Vec<(usize, String)> {
+    let (first, rest) = title.split_once('\n').unwrap_or((title, ""));
+    let mut v: Vec<(usize, String)> = wrap(first, TITLE_CHARS)
+        .into_iter()
+        .map(|l| (0, l))
+        .collect();
+    v.extend(wrap(rest, SUBTITLE_CHARS).into_iter().map(|l| (1, l)));
+    v
+}
+
+/// Draws the title, wrapped, at the top of `root` (the first line larger),
+/// and returns the area below it.
+fn draw_title<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+) -> Result<DrawingArea<DB, Shift>, PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    let (w, _) = root.dim_in_pixel();
+    let mut y = 10i32;
+    for (i, line) in title_lines(title) {
+        let size = if i == 0 { TITLE_FONT } else { SUBTITLE_FONT };
+        let style = TextStyle::from(("sans-serif", size)).pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(line.clone(), (w as i32 / 2, y), style))
+            .map_err(draw_err)?;
+        y += size as i32 + 4;
+    }
+    let (_, body) = root.split_vertically(y + 4);
+    Ok(body)
+}
+
 /// Why a chart could not be drawn.
 #[derive(Debug)]
 pub enum PlotError {
@@ -242,17 +310,19 @@ impl LineChart {
         };
 
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 22))
+        let body = draw_title(root, &self.title)?;
+        let mut chart = ChartBuilder::on(&body)
             .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(64)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(draw_err)?;
         let ticks = self.ticks();
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(&self.x_label)
             .y_desc(&self.y_label)
+            .label_style(("sans-serif", LABEL_FONT))
+            .axis_desc_style(("sans-serif", AXIS_FONT))
             .x_label_formatter(&|v| format_num(*v))
             .y_label_formatter(&|v| format_num(*v))
             .light_line_style(WHITE.mix(0.0));
@@ -265,8 +335,8 @@ impl LineChart {
         mesh.draw().map_err(draw_err)?;
         if self.log_y {
             let grid = RGBColor(0, 0, 0).mix(0.15);
-            let style =
-                TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Right, VPos::Center));
+            let style = TextStyle::from(("sans-serif", LABEL_FONT))
+                .pos(Pos::new(HPos::Right, VPos::Center));
             for t in decade_ticks(10f64.powf(y0), 10f64.powf(y1)) {
                 let v = t.log10();
                 chart
@@ -284,7 +354,8 @@ impl LineChart {
         }
         if let Some(ticks) = ticks {
             let grid = RGBColor(0, 0, 0).mix(0.15);
-            let style = TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Center, VPos::Top));
+            let style =
+                TextStyle::from(("sans-serif", LABEL_FONT)).pos(Pos::new(HPos::Center, VPos::Top));
             for t in ticks.into_iter().map(tx).filter(|t| (x0..=x1).contains(t)) {
                 chart
                     .draw_series(std::iter::once(PathElement::new(
@@ -360,36 +431,62 @@ impl LineChart {
                     .legend(|(x, y)| Circle::new((x + 10, y), 7, BLACK.stroke_width(1)));
             }
         }
-        // Put the legend in the upper corner the lines leave free.
-        let ends = |last: bool| -> f64 {
-            let v: Vec<f64> = self
-                .series
-                .iter()
-                .filter_map(|s| {
-                    if last {
-                        s.points.last()
-                    } else {
-                        s.points.first()
-                    }
-                })
-                .map(|p| p.1)
-                .filter(|y| y.is_finite())
-                .collect();
-            v.iter().sum::<f64>() / v.len().max(1) as f64
-        };
-        let position = if ends(true) > ends(false) {
-            SeriesLabelPosition::UpperLeft
-        } else {
-            SeriesLabelPosition::UpperRight
-        };
+        // Put the legend in the corner with the fewest points under it.
+        let all: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|(x, y)| ((tx(x) - x0) / (x1 - x0), (ty(y) - y0) / (y1 - y0)))
+            .collect();
+        let position = legend_corner(&all);
         chart
             .configure_series_labels()
             .position(position)
+            .label_font(("sans-serif", LABEL_FONT))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
             .map_err(draw_err)?;
         Ok(())
+    }
+}
+
+/// The corner for a legend: the one whose box (the outer 45% of the
+/// width, 40% of the height) holds the fewest of `points` (as fractions of
+/// the axes, 0..1 from the lower left); ties go to the upper right, then
+/// upper left, lower right, lower left.
+fn legend_corner(points: &[(f64, f64)]) -> SeriesLabelPosition {
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let count = |right: bool, upper: bool| {
+        points
+            .iter()
+            .filter(|(x, y)| {
+                (if right { *x >= 0.55 } else { *x <= 0.45 })
+                    && (if upper { *y >= 0.6 } else { *y <= 0.4 })
+            })
+            .count()
+    };
+    let mut best = 0;
+    let mut least = usize::MAX;
+    for (i, c) in corners.iter().enumerate() {
+        let n = count(c.1, c.2);
+        if n < least {
+            least = n;
+            best = i;
+        }
+    }
+    let [a, b, c, d] = corners.map(|c| c.0);
+    match best {
+        0 => a,
+        1 => b,
+        2 => c,
+        _ => d,
     }
 }
 
@@ -518,16 +615,19 @@ impl BarChart {
             return Err(PlotError::NoData);
         }
         let (lo, hi) = crate::stats::min_max(&values).ok_or(PlotError::NoData)?;
-        let (y0, y1) = pad(lo.min(0.0), hi.max(0.0), 0.08);
+        let (y0, _) = pad(lo.min(0.0), hi.max(0.0), 0.08);
+        // Room above the bars for the legend (upper right).
+        let y1 =
+            hi.max(0.0) + (hi.max(0.0) - lo.min(0.0)) * (0.1 + 0.07 * self.series.len() as f64);
         let y0 = if lo >= 0.0 { 0.0 } else { y0 };
         let n = self.categories.len() as f64;
 
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 22))
+        let body = draw_title(root, &self.title)?;
+        let mut chart = ChartBuilder::on(&body)
             .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(64)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
             .build_cartesian_2d(0f64..n, y0..y1)
             .map_err(draw_err)?;
         chart
@@ -535,6 +635,8 @@ impl BarChart {
             .disable_x_mesh()
             .x_labels(0)
             .y_desc(&self.y_label)
+            .label_style(("sans-serif", LABEL_FONT))
+            .axis_desc_style(("sans-serif", AXIS_FONT))
             .y_label_formatter(&|v| format_num(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -579,12 +681,14 @@ impl BarChart {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
+            .label_font(("sans-serif", LABEL_FONT))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
             .map_err(draw_err)?;
 
-        let style = TextStyle::from(("sans-serif", 15)).pos(Pos::new(HPos::Center, VPos::Top));
+        let style =
+            TextStyle::from(("sans-serif", LABEL_FONT)).pos(Pos::new(HPos::Center, VPos::Top));
         for (ci, name) in self.categories.iter().enumerate() {
             let (px, py) = chart.backend_coord(&(ci as f64 + 0.5, y0));
             root.draw(&Text::new(name.clone(), (px, py + 8), style.clone()))
@@ -592,6 +696,290 @@ impl BarChart {
         }
         Ok(())
     }
+}
+
+/// One horizontal bar of a [`HBarChart`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HBar {
+    /// The label left of the bar.
+    pub label: String,
+    /// The bar's length (NaN: no bar, the label says "no value").
+    pub value: f64,
+    /// A range drawn as a whisker over the bar (for example, per round).
+    pub range: Option<(f64, f64)>,
+    /// Colour index, one per legend entry.
+    pub colour: usize,
+    /// Ring the value: measured on shared cores or otherwise suspect.
+    pub flagged: bool,
+}
+
+/// Labelled horizontal bars (speedups): one bar per row, its value printed
+/// at its end, a vertical reference line (1x), colours explained by a
+/// legend. Rows are drawn top to bottom in the order given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HBarChart {
+    /// Title above the chart.
+    pub title: String,
+    /// X axis description.
+    pub x_label: String,
+    /// The bars.
+    pub bars: Vec<HBar>,
+    /// A vertical line and its label (`1x: no speedup`).
+    pub reference: Option<(f64, String)>,
+    /// Legend: a name per colour index used.
+    pub legend: Vec<(usize, String)>,
+    /// Printed after each value (`x`).
+    pub suffix: String,
+    /// Legend entry for flagged bars.
+    pub flagged_label: Option<String>,
+}
+
+impl HBarChart {
+    /// An empty chart.
+    pub fn new(title: &str, x_label: &str) -> Self {
+        HBarChart {
+            title: title.to_string(),
+            x_label: x_label.to_string(),
+            bars: Vec::new(),
+            reference: None,
+            legend: Vec::new(),
+            suffix: String::new(),
+            flagged_label: None,
+        }
+    }
+
+    /// Adds a bar.
+    pub fn bar(mut self, bar: HBar) -> Self {
+        self.bars.push(bar);
+        self
+    }
+
+    /// Pixel size: 900 wide, 46 px per bar beyond the title and axis.
+    pub fn size(&self) -> (u32, u32) {
+        let title = title_lines(&self.title).len() as u32;
+        let legend = self.legend_rows() as u32;
+        (
+            900,
+            150 + 28 * title + 46 * self.bars.len().max(1) as u32 + 26 * legend,
+        )
+    }
+
+    /// Legend entries: the reference line, the colours, flagged bars.
+    fn legend_rows(&self) -> usize {
+        usize::from(self.reference.is_some())
+            + self.legend.len()
+            + usize::from(self.flagged_label.is_some() && self.bars.iter().any(|b| b.flagged))
+    }
+
+    /// Draws the chart to an SVG file.
+    pub fn render_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let root = SVGBackend::new(path, self.size()).into_drawing_area();
+        self.draw(&root)?;
+        root.present().map_err(draw_err)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError>
+    where
+        DB::ErrorType: 'static,
+    {
+        let mut values: Vec<f64> = Vec::new();
+        for b in &self.bars {
+            values.push(b.value);
+            if let Some((lo, hi)) = b.range {
+                values.extend([lo, hi]);
+            }
+        }
+        values.retain(|v| v.is_finite());
+        if let Some((r, _)) = &self.reference {
+            values.push(*r);
+        }
+        let (_, hi) = crate::stats::min_max(&values).ok_or(PlotError::NoData)?;
+        if self.bars.iter().all(|b| !b.value.is_finite()) {
+            return Err(PlotError::NoData);
+        }
+        // Room right of the longest bar for its value.
+        let x1 = hi.max(0.0) * 1.18 + 1e-9;
+        let n = self.bars.len() as f64;
+        // A band below the bars for the legend (46 px a bar, 26 an entry).
+        let band = (self.legend_rows() as f64 * 26.0 + 16.0) / 46.0;
+        // Labels of ~8 px per character, at most half the width.
+        let longest = self
+            .bars
+            .iter()
+            .map(|b| b.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        let label_px = (longest as u32 * 8 + 24).clamp(80, 450);
+
+        root.fill(&WHITE).map_err(draw_err)?;
+        let body = draw_title(root, &self.title)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(0f64..x1, -band..n)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_desc(&self.x_label)
+            .x_label_formatter(&|v| format_num(*v))
+            .label_style(("sans-serif", LABEL_FONT))
+            .axis_desc_style(("sans-serif", AXIS_FONT))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_err)?;
+        let label_style =
+            TextStyle::from(("sans-serif", LABEL_FONT)).pos(Pos::new(HPos::Right, VPos::Center));
+        let value_style =
+            TextStyle::from(("sans-serif", LABEL_FONT)).pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, b) in self.bars.iter().enumerate() {
+            // Row 0 at the top.
+            let y = n - i as f64 - 0.5;
+            let (lx, ly) = chart.backend_coord(&(0.0, y));
+            root.draw(&Text::new(
+                b.label.clone(),
+                (lx - 10, ly),
+                label_style.clone(),
+            ))
+            .map_err(draw_err)?;
+            let c = colour(b.colour);
+            if !b.value.is_finite() {
+                root.draw(&Text::new("no value", (lx + 6, ly), value_style.clone()))
+                    .map_err(draw_err)?;
+                continue;
+            }
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y - 0.32), (b.value.max(0.0), y + 0.32)],
+                    c.filled(),
+                )))
+                .map_err(draw_err)?;
+            let mut end = b.value;
+            if let Some((lo, hi)) = b.range.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()) {
+                chart
+                    .draw_series([
+                        PathElement::new(vec![(lo, y), (hi, y)], BLACK.stroke_width(2)),
+                        PathElement::new(
+                            vec![(lo, y - 0.15), (lo, y + 0.15)],
+                            BLACK.stroke_width(2),
+                        ),
+                        PathElement::new(
+                            vec![(hi, y - 0.15), (hi, y + 0.15)],
+                            BLACK.stroke_width(2),
+                        ),
+                    ])
+                    .map_err(draw_err)?;
+                end = end.max(hi);
+            }
+            let (vx, vy) = chart.backend_coord(&(end, y));
+            let text = format!("{}{}", format_num(b.value), self.suffix);
+            // A flagged value is ringed right of the bar, before its text.
+            let shift = if b.flagged {
+                root.draw(&Circle::new((vx + 16, vy), 9, BLACK.stroke_width(2)))
+                    .map_err(draw_err)?;
+                34
+            } else {
+                // Clear of a whisker's cap.
+                14
+            };
+            root.draw(&Text::new(text, (vx + shift, vy), value_style.clone()))
+                .map_err(draw_err)?;
+        }
+        if let Some((r, name)) = &self.reference {
+            let r = *r;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(r, 0.0), (r, n)],
+                    6,
+                    4,
+                    BLACK.stroke_width(2),
+                ))
+                .map_err(draw_err)?
+                .label(name)
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2))
+                });
+        }
+        for (ci, name) in &self.legend {
+            let c = colour(*ci);
+            chart
+                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                .map_err(draw_err)?
+                .label(name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+        }
+        if let Some(label) = &self.flagged_label {
+            if self.bars.iter().any(|b| b.flagged) {
+                chart
+                    .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+                    .map_err(draw_err)?
+                    .label(label)
+                    .legend(|(x, y)| Circle::new((x + 8, y), 7, BLACK.stroke_width(2)));
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", LABEL_FONT))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+        Ok(())
+    }
+}
+
+/// Renders an SVG file to PNG, `scale` times its size, with text in the
+/// machine's fonts.
+///
+/// resvg draws it in this process: a pure-Rust renderer kept by the
+/// linebender project, with no system library to install (calling the
+/// `rsvg-convert` program instead would make the PNGs depend on a tool
+/// the machine may not have). It needs a font database to draw text: the
+/// system's fonts are loaded, and the generic `sans-serif` of the SVGs
+/// (plotters writes that family) is mapped to DejaVu Sans, Liberation
+/// Sans or Noto Sans when the machine has one, else to the first font it
+/// has. Without any font the figure is drawn without its text, and the
+/// error says so.
+pub fn svg_to_png(svg: &Path, png: &Path, scale: f32) -> Result<(), PlotError> {
+    use resvg::{tiny_skia, usvg};
+    let data =
+        std::fs::read(svg).map_err(|e| PlotError::Draw(format!("{}: {e}", svg.display())))?;
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    let families: Vec<String> = db
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(n, _)| n.clone()))
+        .collect();
+    if families.is_empty() {
+        return Err(PlotError::Draw(
+            "no fonts on this machine to draw the figures' text (install fonts-dejavu-core)".into(),
+        ));
+    }
+    let sans = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "Arial"]
+        .into_iter()
+        .find(|f| families.iter().any(|g| g == f))
+        .map_or_else(|| families[0].clone(), str::to_string);
+    db.set_sans_serif_family(sans);
+    let tree = usvg::Tree::from_data(&data, &opt)
+        .map_err(|e| PlotError::Draw(format!("{}: {e}", svg.display())))?;
+    let size =
+        tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
+            PlotError::Draw(format!("{}: cannot scale by {scale}", svg.display()))
+        })?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| PlotError::Draw(format!("{}: empty image", svg.display())))?;
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(scale, scale),
+        &mut pixmap.as_mut(),
+    );
+    pixmap
+        .save_png(png)
+        .map_err(|e| PlotError::Draw(format!("{}: {e}", png.display())))
 }
 
 /// Widens `[lo, hi]` by `frac` of its span on each side (or by 1 if empty).
@@ -691,6 +1079,95 @@ mod tests {
         ));
         assert!(matches!(
             BarChart::new("t", "y", Vec::<String>::new()).render_svg(&p),
+            Err(PlotError::NoData)
+        ));
+    }
+
+    #[test]
+    fn log_axis_ticks_are_1_2_5_per_decade() {
+        assert_eq!(
+            decade_ticks(0.8, 60.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+        );
+        assert_eq!(decade_ticks(1.0, 1000.0).len(), 10, "1 and 1000 included");
+        assert_eq!(decade_ticks(3.0, 4.0), Vec::<f64>::new(), "none inside");
+        assert_eq!(
+            decade_ticks(0.0, 10.0),
+            Vec::<f64>::new(),
+            "not on a log axis"
+        );
+        assert_eq!(decade_ticks(10.0, 1.0), Vec::<f64>::new());
+        // Microseconds spanning four decades: no more than 13 labels.
+        let t = decade_ticks(0.9, 5000.0);
+        assert_eq!((t[0], t[t.len() - 1], t.len()), (1.0, 5000.0, 12));
+        // A log x axis labels the measured sizes when there are few.
+        let c = LineChart::new("t", "x", "y")
+            .log_x()
+            .series("s", vec![(64.0, 1.0), (1518.0, 2.0), (256.0, 3.0)]);
+        assert_eq!(c.ticks(), Some(vec![64.0, 256.0, 1518.0]));
+    }
+
+    #[test]
+    fn titles_wrap_at_spaces() {
+        assert_eq!(wrap("a bb ccc", 4), vec!["a bb", "ccc"]);
+        assert_eq!(wrap("averylongword x", 4), vec!["averylongword", "x"]);
+        assert_eq!(wrap("one\ntwo", 80), vec!["one", "two"]);
+        let lines = title_lines(&format!("{}\nsub", "word ".repeat(30)));
+        assert!(lines.iter().filter(|(p, _)| *p == 0).count() >= 2);
+        assert_eq!(lines.last(), Some(&(1, "sub".to_string())));
+    }
+
+    #[test]
+    fn the_legend_goes_where_the_lines_are_not() {
+        // Lines rising to the upper right: the legend goes upper left.
+        let rising = [(0.0, 0.0), (0.5, 0.5), (1.0, 1.0), (0.9, 0.95)];
+        assert!(matches!(
+            legend_corner(&rising),
+            SeriesLabelPosition::UpperLeft
+        ));
+        let falling = [(0.0, 1.0), (0.1, 0.9), (1.0, 0.5)];
+        assert!(matches!(
+            legend_corner(&falling),
+            SeriesLabelPosition::UpperRight
+        ));
+        let top = [(0.0, 1.0), (1.0, 1.0), (0.5, 1.0)];
+        assert!(matches!(
+            legend_corner(&top),
+            SeriesLabelPosition::LowerRight
+        ));
+    }
+
+    #[test]
+    fn speedup_bars_render_as_svg_and_png() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut c = HBarChart::new("Speedup (x)\ncores 0,1", "speedup (x)");
+        c.reference = Some((1.0, "1x".into()));
+        c.legend = vec![(0, "close".into())];
+        c.suffix = "x".into();
+        for (i, v) in [2.5, 0.8, f64::NAN].into_iter().enumerate() {
+            c = c.bar(HBar {
+                label: format!("row {i}"),
+                value: v,
+                range: Some((v * 0.9, v * 1.1)),
+                colour: 0,
+                flagged: i == 1,
+            });
+        }
+        let (_, h) = c.size();
+        assert!(h > 150 + 3 * 46, "{h}");
+        let svg = tmp.path().join("s.svg");
+        c.render_svg(&svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for want in ["row 0", "2.50x", "0.80x", "no value", "cores 0,1", "close"] {
+            assert!(text.contains(want), "{want}");
+        }
+        let png = tmp.path().join("s.png");
+        svg_to_png(&svg, &png, 1.0).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(bytes.len() > 5000, "{}", bytes.len());
+        assert!(matches!(
+            HBarChart::new("t", "x").render_svg(&svg),
             Err(PlotError::NoData)
         ));
     }

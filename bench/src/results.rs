@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::plot::{BarChart, LineChart, PlotError};
+use crate::plot::{BarChart, HBarChart, LineChart, PlotError};
 
 /// Default parent directory of results directories (relative to the
 /// working directory).
@@ -400,6 +400,30 @@ impl ResultsDir {
                 source,
             })?;
         Ok(path)
+    }
+
+    /// Draws `chart` to `name` (an `.svg` file).
+    pub fn hbar_chart(&self, name: &str, chart: &HBarChart) -> Result<PathBuf, ResultsError> {
+        let path = self.file(name);
+        chart
+            .render_svg(&path)
+            .map_err(|source| ResultsError::Plot {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(path)
+    }
+
+    /// Renders the SVG `name` in this directory beside it as PNG (same
+    /// name, `.png`), at 1.5 times its size; returns the PNG's path.
+    pub fn png_of(&self, name: &str) -> Result<PathBuf, ResultsError> {
+        let svg = self.file(name);
+        let png = svg.with_extension("png");
+        crate::plot::svg_to_png(&svg, &png, 1.5).map_err(|source| ResultsError::Plot {
+            path: png.clone(),
+            source,
+        })?;
+        Ok(png)
     }
 }
 

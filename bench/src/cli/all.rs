@@ -33,7 +33,7 @@ pub(crate) struct AllArgs {
 }
 
 /// The argument words of one experiment.
-fn words(common: &Common, out: &Path, name: &str, extra: &[&str]) -> Vec<String> {
+pub(crate) fn words(common: &Common, out: &Path, name: &str, extra: &[&str]) -> Vec<String> {
     let mut w: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     if let Some(c) = &common.cores {
         w.push("--cores".into());

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bench::placement::Side;
-use bench::plot::BarChart;
+use bench::plot::{HBar, HBarChart};
 use bench::probe::{self, PlacementClass, APART_FROM_NS, SIBLINGS_BELOW_NS};
 use bench::results::Table;
 use clap::Args;
@@ -98,87 +98,87 @@ pub(crate) struct AppsArgs {
 
 /// One interface's figures for one application (medians over trials).
 #[derive(Debug, Clone, Serialize)]
-struct Side2 {
+pub(crate) struct Side2 {
     /// Requests or packets per second, in millions.
-    rate_m: f64,
-    gbps: f64,
-    app_ns_per_unit: f64,
-    nic_ns_per_unit: f64,
-    app_busy_fraction: f64,
+    pub(crate) rate_m: f64,
+    pub(crate) gbps: f64,
+    pub(crate) app_ns_per_unit: f64,
+    pub(crate) nic_ns_per_unit: f64,
+    pub(crate) app_busy_fraction: f64,
     /// What limited the rate: the busier of the emulated NIC and the
     /// application, or the application when it was busy at least 80% of the
     /// time and the NIC dropped frames for lack of room (more than 1% of
     /// those handled: an open-loop load offered more than it took).
-    bottleneck: &'static str,
-    trials: Vec<f64>,
+    pub(crate) bottleneck: &'static str,
+    pub(crate) trials: Vec<f64>,
     /// KV with `--kv-load client`: the client's round-trip latency, the
     /// medians over trials of each trial's p50 and p99, ns (none where no
     /// latency was measured).
     #[serde(skip_serializing_if = "Option::is_none")]
-    p50_latency_ns: Option<f64>,
+    pub(crate) p50_latency_ns: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    p99_latency_ns: Option<f64>,
+    pub(crate) p99_latency_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-struct AppOut {
-    app: &'static str,
+pub(crate) struct AppOut {
+    pub(crate) app: &'static str,
     /// Log monitor: the pattern set (`all` or services joined by `+`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    patterns: Option<String>,
+    pub(crate) patterns: Option<String>,
     /// Log monitor: the share of the log's lines that are events.
     #[serde(skip_serializing_if = "Option::is_none")]
-    log_event_share: Option<f64>,
+    pub(crate) log_event_share: Option<f64>,
     /// KV: requests per request frame.
     #[serde(skip_serializing_if = "Option::is_none")]
-    kv_batch: Option<usize>,
+    pub(crate) kv_batch: Option<usize>,
     /// Maglev: flows the generator cycles through.
     #[serde(skip_serializing_if = "Option::is_none")]
-    flows: Option<u32>,
-    unit: &'static str,
-    enso: Side2,
-    packetized: Side2,
+    pub(crate) flows: Option<u32>,
+    pub(crate) unit: &'static str,
+    pub(crate) enso: Side2,
+    pub(crate) packetized: Side2,
     /// Ensō rate / packetized rate, median of per-round ratios.
-    speedup: f64,
+    pub(crate) speedup: f64,
     /// Packetized / Ensō application busy time per unit (what the interface
     /// costs the application, whatever limited the rate).
-    app_cost_speedup: f64,
+    pub(crate) app_cost_speedup: f64,
     /// The target the issue sets for `speedup`.
-    target_speedup: f64,
-    load: String,
+    pub(crate) target_speedup: f64,
+    pub(crate) load: String,
     /// Cross-core probe before the row's trials...
-    probe_rtt_ns: f64,
+    pub(crate) probe_rtt_ns: f64,
     /// ...and after them (the host may move the vCPUs in between).
-    probe_after_rtt_ns: f64,
+    pub(crate) probe_after_rtt_ns: f64,
     /// Each round's pair of trials, with the placement the probes around
     /// it found.
-    rounds: Vec<RoundOut>,
+    pub(crate) rounds: Vec<RoundOut>,
     /// The rounds grouped by placement (rounds whose placement changed
     /// during the pair left out): the speedup with the vCPUs close and
     /// with them apart can differ several times over.
-    by_placement: Vec<PlacementOut>,
+    pub(crate) by_placement: Vec<PlacementOut>,
 }
 
 /// One round: an Ensō trial then a packetized one.
 #[derive(Debug, Clone, Serialize)]
-struct RoundOut {
-    placement: PlacementClass,
-    probe_before_ns: f64,
-    probe_after_ns: f64,
-    enso_rate_m: f64,
-    packetized_rate_m: f64,
-    speedup: f64,
+pub(crate) struct RoundOut {
+    pub(crate) placement: PlacementClass,
+    pub(crate) probe_before_ns: f64,
+    pub(crate) probe_after_ns: f64,
+    pub(crate) enso_rate_m: f64,
+    pub(crate) packetized_rate_m: f64,
+    pub(crate) speedup: f64,
 }
 
 /// The rounds of one placement.
 #[derive(Debug, Clone, Serialize)]
-struct PlacementOut {
-    placement: PlacementClass,
-    rounds: usize,
+pub(crate) struct PlacementOut {
+    pub(crate) placement: PlacementClass,
+    pub(crate) rounds: usize,
     /// Medians over those rounds.
-    speedup: f64,
-    enso_rate_m: f64,
-    packetized_rate_m: f64,
+    pub(crate) speedup: f64,
+    pub(crate) enso_rate_m: f64,
+    pub(crate) packetized_rate_m: f64,
 }
 
 /// Groups `rounds` by placement, in the order siblings, close, apart;
@@ -281,7 +281,7 @@ fn services_of(set: &str) -> Result<Vec<String>, String> {
 }
 
 /// The row name: the application, and the log monitor's pattern set.
-fn label(o: &AppOut) -> String {
+pub(crate) fn label(o: &AppOut) -> String {
     if let Some(f) = o.flows {
         return match f {
             FlowWorkload::SYN_FLOOD_FLOWS => format!("{} ({f} flows, SYN flood)", o.app),
@@ -463,7 +463,15 @@ pub(crate) fn check(a: &AppsArgs, given: &Given) -> Result<(), String> {
     )
 }
 
-pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
+/// What a run measured: where, and one row per application and variant.
+pub(crate) struct Outcome {
+    pub(crate) placement: bench::placement::Placement,
+    pub(crate) outs: Vec<AppOut>,
+}
+
+/// Runs every row: the applications' trials, alternating interfaces, with
+/// a probe before each row and after each round.
+pub(crate) fn measure(a: &AppsArgs) -> Result<Outcome, String> {
     let apps = a.app_kinds()?;
     let placement = a.common.placement()?;
     // One run per application, per pattern set for the log monitor and per
@@ -585,6 +593,12 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             packetized,
         });
     }
+    Ok(Outcome { placement, outs })
+}
+
+/// The table and the summary's text of a run.
+pub(crate) fn summary(a: &AppsArgs, o: &Outcome) -> (Table, String) {
+    let (placement, outs) = (&o.placement, &o.outs);
     let mut table = Table::new([
         "app",
         "unit",
@@ -599,7 +613,7 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
         "limited by (enso/packetized)",
         "probe ns (before/after)",
     ]);
-    for o in &outs {
+    for o in outs {
         table.push([
             label(o),
             o.unit.to_string(),
@@ -628,30 +642,106 @@ pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
             "as fast as the engine makes frames (unpaced)".to_string()
         },
         table.markdown(),
-        latency_lines(&outs)
+        latency_lines(outs)
     );
+    (table, md)
+}
+
+/// Writes a run's results into `d`.
+pub(crate) fn save(
+    d: &bench::results::ResultsDir,
+    a: &AppsArgs,
+    o: &Outcome,
+) -> Result<(), String> {
+    let outs = &o.outs;
+    let (table, md) = summary(a, o);
+    d.write_config(a).map_err(|e| e.to_string())?;
+    d.write_json("apps.json", outs).map_err(|e| e.to_string())?;
+    d.write_table("apps.csv", &table)
+        .map_err(|e| e.to_string())?;
+    d.write_summary(&md).map_err(|e| e.to_string())?;
+    d.hbar_chart("apps.svg", &speedup_chart(o))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The colour of a placement in the speedup figure.
+fn placement_colour(c: PlacementClass) -> usize {
+    match c {
+        PlacementClass::Siblings => 2,
+        PlacementClass::Close => 0,
+        PlacementClass::Apart => 1,
+        PlacementClass::Mixed => 7,
+    }
+}
+
+/// Each row's speedup as a labelled horizontal bar, its rounds' range as a
+/// whisker, coloured by the placement the probes around the row found,
+/// with a line at 1x.
+pub(crate) fn speedup_chart(o: &Outcome) -> HBarChart {
+    let probes: Vec<f64> = o
+        .outs
+        .iter()
+        .flat_map(|r| [r.probe_rtt_ns, r.probe_after_rtt_ns])
+        .collect();
+    let (lo, hi) = bench::stats::min_max(&probes).unwrap_or((f64::NAN, f64::NAN));
+    let mut chart = HBarChart::new(
+        &format!(
+            "Application speedup: Ensō rate / packetized rate (x, median of per-round ratios)\n\
+             NIC engine on core {}, application on core {}; probes {lo:.0}..{hi:.0} ns",
+            core_name(o.placement.core(Side::A)),
+            core_name(o.placement.core(Side::B)),
+        ),
+        "speedup (x): Ensō / packetized; whiskers: slowest and fastest round",
+    );
+    chart.suffix = "x".into();
+    chart.reference = Some((1.0, "1x: no speedup".into()));
+    let mut used = Vec::new();
+    for r in &o.outs {
+        let class = PlacementClass::between(r.probe_rtt_ns, r.probe_after_rtt_ns);
+        let rounds: Vec<f64> = r
+            .rounds
+            .iter()
+            .map(|x| x.speedup)
+            .filter(|x| x.is_finite())
+            .collect();
+        if !used.contains(&class) {
+            used.push(class);
+        }
+        chart = chart.bar(HBar {
+            label: label(r),
+            value: r.speedup,
+            range: bench::stats::min_max(&rounds).filter(|_| rounds.len() > 1),
+            colour: placement_colour(class),
+            flagged: false,
+        });
+    }
+    used.sort();
+    chart.legend = used
+        .into_iter()
+        .map(|c| {
+            (
+                placement_colour(c),
+                match c {
+                    PlacementClass::Mixed => "vCPUs moved during the row".to_string(),
+                    c => format!("vCPUs {} (probe)", c.name()),
+                },
+            )
+        })
+        .collect();
+    chart
+}
+
+pub(crate) fn run(a: &AppsArgs) -> Result<(), String> {
+    let o = measure(a)?;
+    let outs = &o.outs;
+    let (_, md) = summary(a, &o);
     // Made only now, as the other experiments do: a run that fails or is
     // interrupted leaves no empty results directory behind (`--out` was
     // checked before the run).
     let dir = super::results_dir("apps", a.save, &a.out)?;
     if let Some(d) = &dir {
-        d.write_config(a).map_err(|e| e.to_string())?;
-        d.write_json("apps.json", &outs)
-            .map_err(|e| e.to_string())?;
-        d.write_table("apps.csv", &table)
-            .map_err(|e| e.to_string())?;
-        d.write_summary(&md).map_err(|e| e.to_string())?;
-        let chart = BarChart::new(
-            "Applications, Ensō vs packetized",
-            "million units/s",
-            outs.iter().map(label),
-        )
-        .series("enso", outs.iter().map(|o| o.enso.rate_m).collect())
-        .series(
-            "packetized",
-            outs.iter().map(|o| o.packetized.rate_m).collect(),
-        );
-        d.bar_chart("apps.svg", &chart).map_err(|e| e.to_string())?;
+        save(d, a, &o)?;
     }
     if a.common.json {
         println!(

@@ -444,6 +444,17 @@ pub(crate) fn run(args: &CacheArgs, given: &Given) -> Result<(), String> {
     Ok(())
 }
 
+/// Where the figures were measured, for titles and the report.
+pub(crate) fn placement_of(r: &CacheReport) -> String {
+    match &r.run {
+        Some(run) => run.describe(),
+        None => format!(
+            "{}: simulated caches, stepped single-threaded run (no cross-core placement)",
+            r.source
+        ),
+    }
+}
+
 pub(crate) fn save(
     dir: &ResultsDir,
     args: &CacheArgs,
@@ -476,7 +487,11 @@ pub(crate) fn save(
     dir.bar_chart(
         "d1_misses.svg",
         &BarChart::new(
-            "application L1d misses per packet",
+            &format!(
+                "Application L1d misses per packet (misses/packet), {} B\n{}",
+                r.pkt_size,
+                placement_of(r)
+            ),
             "misses per packet",
             cats.clone(),
         )
@@ -488,7 +503,11 @@ pub(crate) fn save(
     dir.bar_chart(
         "instructions.svg",
         &BarChart::new(
-            "application instructions per packet",
+            &format!(
+                "Application instructions per packet, {} B\n{}",
+                r.pkt_size,
+                placement_of(r)
+            ),
             "instructions per packet",
             cats,
         )

@@ -238,6 +238,26 @@ impl Outcome {
         .unwrap_or_default()
     }
 
+    /// Cores and the probes of every size's rounds, for figure titles.
+    pub(crate) fn placement_short(&self) -> String {
+        let medians: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.report.probe_median_ns)
+            .collect();
+        let lo = self
+            .runs
+            .iter()
+            .filter_map(|r| r.report.probe_range_ns.map(|x| x.0))
+            .reduce(f64::min);
+        let hi = self
+            .runs
+            .iter()
+            .filter_map(|r| r.report.probe_range_ns.map(|x| x.1))
+            .reduce(f64::max);
+        super::placement_short(&self.placement, bench::stats::median(&medians), lo.zip(hi))
+    }
+
     /// Trials that shared their cores, and trials in all.
     pub(crate) fn contention(&self) -> (usize, usize) {
         let all = self.all();
@@ -530,8 +550,12 @@ pub(crate) fn save(
     };
     if sizes.len() > 1 {
         let mut chart = LineChart::new(
-            &format!("{} on the emulated NIC: packet rate vs size", args.mode),
-            "packet size on the wire (B)",
+            &format!(
+                "{} on the emulated NIC: packet rate (Mpps) vs packet size (B)\n{}",
+                args.mode,
+                o.placement_short()
+            ),
+            "packet size on the wire (B), log axis",
             "Mpps (median)",
         )
         .log_x();
@@ -540,8 +564,11 @@ pub(crate) fn save(
         }
         dir.line_chart("rate.svg", &chart)?;
         let mut cap = LineChart::new(
-            "application capacity (1e3 / app ns per packet)",
-            "packet size on the wire (B)",
+            &format!(
+                "Application capacity (Mpps, 1e3 / app ns per packet) vs packet size (B)\n{}",
+                o.placement_short()
+            ),
+            "packet size on the wire (B), log axis",
             "Mpps the application could handle",
         )
         .log_x();
@@ -552,7 +579,12 @@ pub(crate) fn save(
     } else {
         let cats = ["packet rate", "app capacity"];
         let mut chart = BarChart::new(
-            &format!("{} at {} B on the emulated NIC", args.mode, sizes[0]),
+            &format!(
+                "{} at {} B on the emulated NIC (Mpps)\n{}",
+                args.mode,
+                sizes[0],
+                o.placement_short()
+            ),
             "Mpps",
             cats,
         );

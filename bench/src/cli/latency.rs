@@ -184,6 +184,7 @@ pub(crate) fn points_table(results: &[StrategyResult]) -> Table {
 
 /// What a run measured.
 pub(crate) struct Outcome {
+    pub(crate) placement: Placement,
     pub(crate) plan: LatencyPlan,
     pub(crate) text: String,
     pub(crate) results: Vec<StrategyResult>,
@@ -192,6 +193,18 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
+    /// Cores and the probe before the run, for figure titles.
+    pub(crate) fn placement_short(&self) -> String {
+        super::placement_short(
+            &self.placement,
+            Some(self.probe_before),
+            Some((
+                self.probe_before.min(self.probe_after),
+                self.probe_before.max(self.probe_after),
+            )),
+        )
+    }
+
     /// Trials that shared their cores, and trials in all.
     pub(crate) fn contention(&self) -> (usize, usize) {
         (
@@ -220,6 +233,7 @@ pub(crate) fn measure(args: &LatencyArgs) -> Result<Outcome, String> {
     progress.finish();
     let after = probe::measure(&placement, probe::DEFAULT_DURATION);
     Ok(Outcome {
+        placement,
         plan,
         text,
         results,
@@ -382,9 +396,10 @@ pub(crate) fn save(
             .filter_map(|p| f(p).map(|v| (p.offered_mpps, v as f64)))
             .collect::<Vec<_>>()
     };
-    let chart = latency::rtt_chart(results);
+    let placement = o.placement_short();
+    let chart = latency::rtt_chart(results, &placement);
     let mut p99 = LineChart::new(
-        "p99 RTT (µs, log axis) vs offered load (Mpps)",
+        &format!("p99 round-trip time (µs, log axis) vs offered load (Mpps)\n{placement}"),
         "offered load (Mpps)",
         "p99 RTT (µs)",
     )

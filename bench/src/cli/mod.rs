@@ -15,6 +15,8 @@ pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 pub(crate) mod predict;
+pub(crate) mod report;
+pub(crate) mod scaling;
 pub(crate) mod soak;
 pub(crate) mod wire;
 
@@ -184,6 +186,32 @@ pub(crate) fn check_out(out: &Option<PathBuf>) -> Result<(), String> {
     })?;
     let _ = std::fs::remove_dir(&probe);
     Ok(())
+}
+
+/// Where a run's two threads were, for a figure's title: `cores 0,1,
+/// probe 85 ns (close)`, with the range when the probes of the rounds
+/// spanned placements (`probe 85 ns, 80..390 (close to apart)`).
+pub(crate) fn placement_short(
+    placement: &bench::placement::Placement,
+    median_ns: Option<f64>,
+    range_ns: Option<(f64, f64)>,
+) -> String {
+    use bench::probe::PlacementClass;
+    let cores = format!("cores {}", placement.label());
+    let Some(m) = median_ns.filter(|m| m.is_finite()) else {
+        return cores;
+    };
+    match range_ns {
+        Some((lo, hi)) if PlacementClass::of(lo) != PlacementClass::of(hi) => format!(
+            "{cores}, probe {m:.0} ns, {lo:.0}..{hi:.0} ({} to {})",
+            PlacementClass::of(lo).name(),
+            PlacementClass::of(hi).name()
+        ),
+        _ => format!(
+            "{cores}, probe {m:.0} ns ({})",
+            PlacementClass::of(m).name()
+        ),
+    }
 }
 
 /// Parses `64,128,1518` into wire sizes, each checked against 64..=1518

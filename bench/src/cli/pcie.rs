@@ -275,7 +275,8 @@ pub(crate) fn save(
         .map(|r| format!("{} {}", short(&r.interface), r.pkt_size))
         .collect();
     let chart = BarChart::new(
-        "PCIe link bytes per packet (Gen3 x16, both directions)",
+        "PCIe link bytes per packet (B), data and metadata, both directions\n\
+         Gen3 x16 TLPs counted on a stepped single-threaded run (no cross-core placement)",
         "bytes per packet",
         cats,
     )
@@ -290,8 +291,9 @@ pub(crate) fn save(
     .stacked();
     dir.bar_chart("bytes.svg", &chart)?;
     let mut rate = LineChart::new(
-        "predicted max rate on PCIe Gen3 x16 + 100 GbE",
-        "packet size on the wire (B)",
+        "Max packet rate (Mpps) on PCIe Gen3 x16 + 100 GbE vs packet size (B)\n\
+         from the link bytes of a stepped single-threaded run (no cross-core placement)",
+        "packet size on the wire (B), log axis",
         "Mpps",
     )
     .log_x();
