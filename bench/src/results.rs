@@ -378,40 +378,33 @@ impl ResultsDir {
         self.write_bytes("summary.md", markdown.as_bytes())
     }
 
+    /// Draws to `name` with `render`, naming the file in its error.
+    fn draw(
+        &self,
+        name: &str,
+        render: impl FnOnce(&Path) -> Result<(), PlotError>,
+    ) -> Result<PathBuf, ResultsError> {
+        let path = self.file(name);
+        render(&path).map_err(|source| ResultsError::Plot {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+
     /// Draws `chart` to `name` (an `.svg` file).
     pub fn line_chart(&self, name: &str, chart: &LineChart) -> Result<PathBuf, ResultsError> {
-        let path = self.file(name);
-        chart
-            .render_svg(&path)
-            .map_err(|source| ResultsError::Plot {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(path)
+        self.draw(name, |path| chart.render_svg(path))
     }
 
     /// Draws `chart` to `name` (an `.svg` file).
     pub fn bar_chart(&self, name: &str, chart: &BarChart) -> Result<PathBuf, ResultsError> {
-        let path = self.file(name);
-        chart
-            .render_svg(&path)
-            .map_err(|source| ResultsError::Plot {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(path)
+        self.draw(name, |path| chart.render_svg(path))
     }
 
     /// Draws `chart` to `name` (an `.svg` file).
     pub fn hbar_chart(&self, name: &str, chart: &HBarChart) -> Result<PathBuf, ResultsError> {
-        let path = self.file(name);
-        chart
-            .render_svg(&path)
-            .map_err(|source| ResultsError::Plot {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(path)
+        self.draw(name, |path| chart.render_svg(path))
     }
 
     /// Renders the SVG `name` in this directory beside it as PNG (same

@@ -65,7 +65,7 @@ const RX_ARGS: &[&str] = &["--interface", "both", "--mode", "rx"];
 fn with(always: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
     always.iter().chain(extra).copied().collect()
 }
-const QUICK_LATENCY: &[&str] = &[
+pub(crate) const QUICK_LATENCY: &[&str] = &[
     "--trial-ms",
     "100",
     "--search-trial-ms",
