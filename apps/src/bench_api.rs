@@ -278,24 +278,6 @@ pub struct LoadArgs {
     /// also measures latency).
     #[arg(long, value_enum, default_value = "generator")]
     pub kv_load: KvLoad,
-    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
-    /// pipe line this many lines ahead from its own caches (0: never); see
-    /// `nic-emu run --help`.
-    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
-    pub evict_ahead_lines: u32,
-    /// Always evict ahead, rather than let the emulated NIC keep whichever
-    /// of evicting or not costs it less (see `nic-emu run --help`).
-    #[arg(long)]
-    pub evict_ahead_always: bool,
-    /// Have the emulated NIC write frames of one or two lines into pipes
-    /// this way throughout, rather than choose while it runs (see `nic-emu
-    /// run --help`).
-    #[arg(long, value_enum)]
-    pub pipe_writes: Option<nic_emu::PipeWriteMode>,
-    /// Keep the lines of TX-pipe data the emulated NIC has read in its
-    /// engine's caches (by default it evicts them; see `nic-emu run --help`).
-    #[arg(long)]
-    pub keep_tx_lines: bool,
     /// Frames the NIC's built-in generator sends per engine step, on both
     /// interfaces alike (1..=4096).
     #[arg(long, default_value_t = DEFAULT_GENERATOR_BURST, value_parser = parse_generator_burst)]
@@ -305,6 +287,11 @@ pub struct LoadArgs {
     /// interfaces alike; 0 sends as fast as the engine makes frames.
     #[arg(long, default_value_t = DEFAULT_LINE_RATE_GBPS, value_parser = parse_line_rate)]
     pub line_rate_gbps: f64,
+    /// How the emulated NIC uses its CPU core (the same flags as `nic-emu
+    /// run`'s host tuning).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tuning: nic_emu::args::HostTuningArgs,
 }
 
 /// Default of [`TrialOptions::line_rate_gbps`]: unpaced. Pacing at 100
@@ -363,13 +350,7 @@ impl LoadArgs {
         TrialOptions {
             log_load: self.log_load,
             kv_load: self.kv_load,
-            tuning: nic_emu::HostTuning {
-                evict_ahead_lines: self.evict_ahead_lines,
-                evict_ahead_adaptive: !self.evict_ahead_always,
-                pipe_writes: self.pipe_writes,
-                evict_tx_lines: !self.keep_tx_lines,
-                ..opts.tuning
-            },
+            tuning: self.tuning.tuning(),
             generator_burst: self.generator_burst,
             line_rate_gbps: self.line_rate_gbps,
             ..opts
@@ -1302,5 +1283,30 @@ mod help_tests {
         }
         assert!(all[0].contains(&KV_REPLAY_FRAMES.to_string()), "{}", all[0]);
         assert!(all[0].contains(&TrialOptions::default().kv_window.to_string()));
+    }
+
+    #[test]
+    fn the_host_tuning_group_reaches_the_trial() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let cli = Cli::try_parse_from(["x", "--register-poll-ns", "9", "--keep-tx-lines"]).unwrap();
+        let t = cli.load.apply(TrialOptions::default()).tuning;
+        assert_eq!(t.register_poll_ns, 9);
+        assert!(!t.evict_tx_lines);
+        let rest = nic_emu::HostTuning {
+            register_poll_ns: 9,
+            evict_tx_lines: false,
+            ..nic_emu::HostTuning::default()
+        };
+        assert_eq!(t, rest);
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(
+            cli.load.apply(TrialOptions::default()).tuning,
+            nic_emu::HostTuning::default()
+        );
     }
 }

@@ -281,7 +281,7 @@ mod tests {
 /// The host-tuning flags, one group in every binary that runs an engine
 /// (see [`crate::HostTuning`]): how the emulation uses its CPU core. None
 /// of them changes what an application sees.
-#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[command(next_help_heading = "Host tuning (how the emulation uses its CPU core)")]
 pub struct HostTuningArgs {
     /// While saturated, apply posted register writes after this many

@@ -64,14 +64,14 @@ struct Args {
     /// detect (0..=1).
     #[arg(long, default_value_t = enso_apps::logmon::DEFAULT_EVENT_SHARE)]
     log_event_share: f64,
-    #[command(flatten)]
-    load: LoadArgs,
     /// Core of the KV / log client (default: polled on the application's core).
     #[arg(long)]
     client_core: Option<usize>,
     /// Print every trial as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    load: LoadArgs,
 }
 
 fn main() -> std::process::ExitCode {

@@ -54,9 +54,6 @@ pub(crate) struct AppsArgs {
     /// cost grows: routine logs are mostly such lines.
     #[arg(long, value_delimiter = ',', default_value = "0.3,0.02")]
     log_event_shares: Vec<f64>,
-    #[command(flatten)]
-    #[serde(flatten)]
-    load: LoadArgs,
     /// KV: requests per request frame (1..=32), one row each. The fewer,
     /// the larger the share of per-frame work (the interface's included) in
     /// a request's cost.
@@ -94,6 +91,9 @@ pub(crate) struct AppsArgs {
     /// Write the results directory here instead (implies --save).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    load: LoadArgs,
 }
 
 /// One interface's figures for one application (medians over trials).
@@ -457,9 +457,9 @@ pub(crate) fn check(a: &AppsArgs, given: &Given) -> Result<(), String> {
     }
     super::check_pipe_writes(
         given,
-        a.load.evict_ahead_lines,
-        a.load.evict_ahead_always,
-        a.load.pipe_writes,
+        a.load.tuning.evict_ahead_lines,
+        a.load.tuning.evict_ahead_always,
+        a.load.tuning.pipe_writes,
     )
 }
 

@@ -94,26 +94,17 @@ pub(crate) struct EchoArgs {
     /// Leave the reference ring out.
     #[arg(long)]
     pub(crate) no_reference: bool,
-    /// For each 64 B frame written into a pipe, the emulated NIC evicts the
-    /// pipe line this many lines ahead from its own caches (0: never); see
-    /// `nic-emu run --help`.
-    #[arg(long, default_value_t = nic_emu::config::DEFAULT_EVICT_AHEAD_LINES)]
-    pub(crate) evict_ahead_lines: u32,
-    /// Always evict ahead, rather than let the emulated NIC keep whichever
-    /// of evicting or not costs it less (see `nic-emu run --help`).
-    #[arg(long)]
-    pub(crate) evict_ahead_always: bool,
-    /// Have the emulated NIC write frames of one or two lines into pipes
-    /// this way throughout, rather than choose while it runs (see `nic-emu
-    /// run --help`).
-    #[arg(long, value_enum)]
-    pub(crate) pipe_writes: Option<nic_emu::PipeWriteMode>,
     /// Write a results directory under results/.
     #[arg(long)]
     pub(crate) save: bool,
     /// Write the results directory here instead (implies --save).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// How the emulated NIC uses its CPU core (the same flags as `nic-emu
+    /// run`'s host tuning).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) tuning: nic_emu::args::HostTuningArgs,
 }
 
 /// One CSV row per variant and size.
@@ -285,9 +276,7 @@ fn plans(args: &EchoArgs) -> Result<(Vec<usize>, Vec<EchoPlan>), String> {
             rig.flows = args.flows;
             rig.window = Some(args.window);
             rig.burst = args.burst as usize;
-            rig.tuning.evict_ahead_lines = args.evict_ahead_lines;
-            rig.tuning.evict_ahead_adaptive = !args.evict_ahead_always;
-            rig.tuning.pipe_writes = args.pipe_writes;
+            rig.tuning = args.tuning.tuning();
             EchoPlan {
                 interfaces: interfaces.clone(),
                 rig,
@@ -304,12 +293,13 @@ fn plans(args: &EchoArgs) -> Result<(Vec<usize>, Vec<EchoPlan>), String> {
     Ok((sizes, plans))
 }
 
-/// Options of the emulated NIC's writes into pipes: the packetized
-/// interface has no pipes.
-const PIPE_OPTIONS: [(&str, &str); 3] = [
+/// Options of the emulated NIC's writes into RX pipes and reads from TX
+/// pipes: the packetized interface has no pipes.
+const PIPE_OPTIONS: [(&str, &str); 4] = [
     ("evict_ahead_lines", "--evict-ahead-lines"),
     ("evict_ahead_always", "--evict-ahead-always"),
     ("pipe_writes", "--pipe-writes"),
+    ("keep_tx_lines", "--keep-tx-lines"),
 ];
 
 /// Checks every value before anything runs, and refuses options given
@@ -341,9 +331,9 @@ pub(crate) fn check(args: &EchoArgs, given: &Given) -> Result<(), String> {
     }
     super::check_pipe_writes(
         given,
-        args.evict_ahead_lines,
-        args.evict_ahead_always,
-        args.pipe_writes,
+        args.tuning.evict_ahead_lines,
+        args.tuning.evict_ahead_always,
+        args.tuning.pipe_writes,
     )
 }
 
@@ -658,6 +648,7 @@ mod tests {
         for flag in [
             &["--evict-ahead-lines", "8"][..],
             &["--pipe-writes", "plain"],
+            &["--keep-tx-lines"],
         ] {
             let mut w = vec!["--interface", "packetized"];
             w.extend(flag);
@@ -683,6 +674,43 @@ mod tests {
             )
         );
         assert!(check_words(&["--evict-ahead-always", "--evict-ahead-lines", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_host_tuning_group_reaches_every_plan() {
+        let words: Vec<String> = [
+            "--sizes",
+            "64,128",
+            "--register-poll-flits",
+            "0",
+            "--register-poll-ns",
+            "7",
+            "--keep-tx-lines",
+            "--pipe-writes",
+            "plain",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (a, _) = super::super::parse_words::<EchoArgs>(&words).unwrap();
+        let (_, ps) = plans(&a).unwrap();
+        assert_eq!(ps.len(), 2);
+        for p in &ps {
+            let t = p.rig.tuning;
+            assert_eq!((t.register_poll_flits, t.register_poll_ns), (0, 7));
+            assert!(!t.evict_tx_lines);
+            assert_eq!(t.pipe_writes, Some(nic_emu::PipeWriteMode::Plain));
+            // Not given: the defaults, as `nic-emu run` has them.
+            assert_eq!(
+                t.evict_ahead_lines,
+                nic_emu::HostTuning::default().evict_ahead_lines
+            );
+        }
+        let (a, _) = super::super::parse_words::<EchoArgs>(&[]).unwrap();
+        assert_eq!(
+            plans(&a).unwrap().1[0].rig.tuning,
+            nic_emu::HostTuning::default()
+        );
     }
 
     #[test]
