@@ -106,8 +106,8 @@ fn rtt_with_the_real_clock_covers_the_delay() {
     let tx = dev.alloc_tx_pipe().unwrap();
     dev.set_timestamping(0, Some(18)).unwrap();
     std::thread::sleep(Duration::from_millis(20));
-    send_frames(&mut dev, tx, 0, 10, 0);
     let start = Instant::now();
+    send_frames(&mut dev, tx, 0, 10, 0);
     let mut rtts = vec![];
     while rtts.len() < 10 && start.elapsed() < Duration::from_secs(10) {
         let n = {
@@ -120,8 +120,14 @@ fn rtt_with_the_real_clock_covers_the_delay() {
         dev.free(rx, n).unwrap();
     }
     assert_eq!(rtts.len(), 10);
-    // Never less than the line's delay (the clock is monotonic, 1 ns).
+    // Never less than the line's delay (the clock is monotonic, 1 ns), and
+    // never more than the time since the first was handed to the NIC.
+    let bound = start.elapsed().as_nanos() as u64;
     assert!(rtts.iter().all(|&r| r >= 200_000), "{rtts:?}");
+    assert!(
+        rtts.iter().all(|&r| u64::from(r) <= bound),
+        "{rtts:?} within {bound} ns"
+    );
 }
 
 #[test]
