@@ -14,6 +14,16 @@
 //!   than the frame was (snapped) is sent as captured, and counted.
 //!   pcapng timestamps count in the interface's `if_tsresol` (microseconds
 //!   without it), so `rate=original` keeps a pcapng file's pace.
+//! * **Frames** the port replays take the NIC's RX path as any wire's do:
+//!   802.1Q and QinQ tagged frames and frames shorter than 60 B are
+//!   delivered as they are; bytes after the length a frame's headers state
+//!   (Ethernet padding) are not written into the pipe; a frame whose
+//!   headers state more bytes than it has, or an IPv4 total length below
+//!   its header, is dropped and counted (`malformed`). A frame longer than
+//!   1536 B (jumbo) refuses the whole file at start, naming its record,
+//!   rather than being dropped on every pass: the file is known whole
+//!   before anything is replayed. pktgen reads the same files, and refuses
+//!   the same non-captures, link types, truncations and frame sizes.
 //! * **TX** writes every frame the port sends to `tx`, a nanosecond pcap
 //!   stamped with the engine's clock, through an I/O thread
 //!   ([`super::io_thread`]); it is flushed when the device stops. Frames the
@@ -158,8 +168,10 @@ impl Capture {
         match magic {
             0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => Self::read_pcap(file, &data),
             0x0a0d_0d0a => Self::read_pcapng(file, &data),
+            // The magic as its bytes stand in the file, as pktgen says it.
             _ => Err(err(&format!(
-                "not a capture file (magic {magic:#010x}; pcap and pcapng are read)"
+                "not a capture file (magic {:#010x}; pcap and pcapng are read)",
+                magic.swap_bytes()
             ))),
         }
     }
