@@ -188,6 +188,14 @@ fn cases() -> Vec<(&'static str, Want)> {
             "truncated_record_header.pcap",
             Refused("record 3 is truncated (file cut short or corrupt length)"),
         ),
+        (
+            "truncated.pcapng",
+            Refused("the block after record 2 is truncated (file cut short or corrupt length)"),
+        ),
+        (
+            "raw_ip.pcapng",
+            Refused("interface 0 has link type 228, not Ethernet (1)"),
+        ),
         ("raw_ip.pcap", Refused("link type 101 is not Ethernet (1)")),
         (
             "linux_sll.pcap",

@@ -157,6 +157,16 @@ def main():
     for p in stamp([eth() / udp4(18), eth() / udp4(458, 1), eth() / Dot1Q(vlan=7) / udp4(100, 2)]):
         w.write(p)
     w.close()
+    # The same file cut 30 bytes before its end, inside the third packet's
+    # block (180 B).
+    with open(os.path.join(d, "frames.pcapng"), "rb") as f:
+        write_raw(d, "truncated.pcapng", f.read()[:-30])
+    # A pcapng whose interface is raw IPv4 (LINKTYPE_IPV4, 228), as scapy
+    # describes IP packets.
+    w = PcapNgWriter(os.path.join(d, "raw_ip.pcapng"))
+    for p in stamp([udp4(58, i) for i in range(2)]):
+        w.write(p)
+    w.close()
 
     # Link types other than Ethernet: raw IPv4 (LINKTYPE_RAW, 101) and
     # Linux cooked capture (LINKTYPE_LINUX_SLL, 113).

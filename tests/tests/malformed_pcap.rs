@@ -155,6 +155,17 @@ fn cases() -> Vec<(&'static str, Want)> {
         ),
         ("truncated_record.pcap", Refused("record 3: truncated")),
         (
+            "truncated.pcapng",
+            Refused("block after record 2: truncated"),
+        ),
+        (
+            "raw_ip.pcapng",
+            Refused(
+                "interface 0 has link type 228 (IPV4); a pcap port takes Ethernet frames only \
+                 (link type 1)",
+            ),
+        ),
+        (
             "truncated_record_header.pcap",
             Refused("record 3: truncated"),
         ),
