@@ -96,7 +96,7 @@ fn scapys_captures_start_a_pcap_port_or_are_one_line_naming_file_and_record() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 28, "{files:?}");
+    assert_eq!(files.len(), 29, "{files:?}");
     let mut seen = 0;
     for file in files {
         let name = file.file_name().unwrap().to_str().unwrap();

@@ -89,21 +89,30 @@ enum Want {
     Refused(&'static str),
 }
 
-/// The frames of a capture, read with pcap-file itself (pcap or pcapng).
+/// The frames of a capture, read with pcap-file itself (pcap or pcapng),
+/// as they were on the wire: a record cut by a snap length padded with
+/// zeros to its original length, as pktgen sends it.
 fn frames_of(path: &Path) -> Vec<Vec<u8>> {
     let f = std::fs::File::open(path).unwrap();
     let mut out = Vec::new();
+    let mut push = |mut data: Vec<u8>, orig: u32| {
+        data.resize(data.len().max(orig as usize), 0);
+        out.push(data);
+    };
     if path.extension().is_some_and(|e| e == "pcapng") {
         let mut r = pcap_file::pcapng::PcapNgReader::new(f).unwrap();
         while let Some(b) = r.next_block() {
             if let pcap_file::pcapng::Block::EnhancedPacket(p) = b.unwrap() {
-                out.push(p.data.into_owned());
+                push(p.data.into_owned(), p.original_len);
             }
         }
     } else {
+        // Raw records: pcap-file's own reader refuses an original length
+        // above the snap length, which is what a snap length writes.
         let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
-        while let Some(p) = r.next_packet() {
-            out.push(p.unwrap().data.into_owned());
+        while let Some(p) = r.next_raw_packet() {
+            let p = p.unwrap();
+            push(p.data.into_owned(), p.orig_len);
         }
     }
     out
@@ -121,6 +130,16 @@ fn cases() -> Vec<(&'static str, Want)> {
         ("qinq.pcap", whole(3)),
         ("short_frames.pcap", whole(5)),
         ("dot3_snap.pcap", whole(1)),
+        (
+            "snapped.pcap",
+            Sent(
+                vec![None; 2],
+                vec![
+                    "1 of 2 frames of the pcap were cut short when captured (a snap length); \
+                     they are sent padded with zeros to their original length",
+                ],
+            ),
+        ),
         ("frames.pcapng", whole(3)),
         (
             "ipv4_ihl.pcap",

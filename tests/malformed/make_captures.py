@@ -137,6 +137,16 @@ def main():
     # padding): 14 + 3 + 5 + 40 = 62 bytes.
     write(d, "dot3_snap.pcap", [Dot3(src=SRC, dst=DST) / LLC() / SNAP() / payload(40, 3)])
 
+    # Cut by a snap length, as tcpdump -s 64 writes: a 242 B IPv4/UDP frame
+    # saved as its first 64 bytes (original length 242), then a 60 B frame
+    # saved whole.
+    w = PcapWriter(os.path.join(d, "snapped.pcap"), linktype=1, snaplen=64, sync=True)
+    long, short = eth() / udp4(200), eth() / udp4(18, 1)
+    w.write_header(long)
+    w.write_packet(bytes(long)[:64], sec=T0, usec=0, caplen=64, wirelen=len(long))
+    w.write_packet(bytes(short), sec=T0, usec=10, caplen=len(short), wirelen=len(short))
+    w.close()
+
     # Jumbo: 9000 B of IPv4/UDP (lengths consistent) between two control
     # frames, larger than the port's largest frame (1536 B).
     write(d, "jumbo.pcap", [eth() / udp4(58), eth() / udp4(9000 - 42, 1), eth() / udp4(58, 2)])

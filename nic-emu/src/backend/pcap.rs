@@ -19,7 +19,9 @@
 //!   delivered as they are; bytes after the length a frame's headers state
 //!   (Ethernet padding) are not written into the pipe; a frame whose
 //!   headers state more bytes than it has, or an IPv4 total length below
-//!   its header, is dropped and counted (`malformed`). A frame longer than
+//!   its header, is dropped and counted (`malformed`): so is a snapped
+//!   IPv4 or IPv6 record, which DPDK's `net_pcap` and tcpreplay also send
+//!   as captured (pktgen pads it back to its length). A frame longer than
 //!   1536 B (jumbo) refuses the whole file at start, naming its record,
 //!   rather than being dropped on every pass: the file is known whole
 //!   before anything is replayed. pktgen reads the same files, and refuses
