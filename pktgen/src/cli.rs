@@ -36,8 +36,8 @@ pub const MAX_QUEUES: u32 = 8192;
              rate control, RTT, zero-loss search"
 )]
 pub struct Args {
-    /// Pcap file to replay (Ethernet, frames up to 1536 B); without it,
-    /// synthetic traffic.
+    /// Pcap or pcapng file to replay (Ethernet, frames up to 1536 B);
+    /// without it, synthetic traffic.
     #[arg(value_name = "PCAP")]
     pub pcap: Option<PathBuf>,
     /// Rate limiter, EnsōGen style: RATE_NUM flits every RATE_DEN cycles of

@@ -22,8 +22,11 @@ use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nic_emu::backend::pcap::pcapng_ns;
 use nic_emu::wire::{self, FrameError, FLIT, MAX_FRAME, MIN_FRAME};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::rate::FrameProfile;
@@ -66,15 +69,34 @@ pub enum PcapErrorKind {
     /// The first four bytes are no pcap magic.
     #[error("not a pcap file (magic {0:#010x})")]
     BadMagic(u32),
-    /// A pcapng file.
-    #[error("pcapng is not supported; convert it with `editcap -F pcap`")]
-    PcapNg,
     /// A header version this reader does not know.
     #[error("pcap format version {0}.{1} is not supported (2.0 to 2.4 are)")]
     Version(u16, u16),
     /// Not Ethernet frames.
     #[error("link type {0} is not Ethernet (1)")]
     LinkType(u32),
+    /// A pcapng interface whose frames are not Ethernet.
+    #[error("interface {interface} has link type {link}, not Ethernet (1)")]
+    InterfaceLinkType {
+        /// Interface number in its section, from 0.
+        interface: usize,
+        /// Its link type.
+        link: u32,
+    },
+    /// A pcapng file ends inside a block, or a block's length is corrupt.
+    #[error("the block after record {after} is truncated (file cut short or corrupt length)")]
+    TruncatedBlock {
+        /// Records read before it.
+        after: u64,
+    },
+    /// A pcapng block with impossible fields.
+    #[error("the block after record {after}: {reason}")]
+    BadBlock {
+        /// Records read before it.
+        after: u64,
+        /// What the pcapng parser objected to.
+        reason: &'static str,
+    },
     /// The file ends inside a record, or a record's length field is corrupt.
     #[error("record {record} is truncated (file cut short or corrupt length)")]
     TruncatedRecord {
@@ -165,12 +187,19 @@ pub struct CapturedFrame {
     pub data: Vec<u8>,
 }
 
-/// Opens a pcap stream: checks the magic (so a pcapng file or garbage gets a
-/// precise error) and the link type.
-/// A pcap reader over the four magic bytes already read and the rest.
-type Reader<R> = PcapReader<io::Chain<Cursor<[u8; 4]>, R>>;
+/// A stream over the four magic bytes already read and the rest.
+type Magic<R> = io::Chain<Cursor<[u8; 4]>, R>;
 
-fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
+/// A capture file opened past its file (or first section) header.
+enum Opened<R: Read> {
+    Pcap(PcapReader<Magic<R>>),
+    PcapNg(PcapNgReader<Magic<R>>),
+}
+
+/// Opens a pcap or pcapng stream: checks the magic (so garbage gets a
+/// precise error) and, for pcap, the version and link type (a pcapng
+/// file's interfaces are checked as their blocks come).
+fn open<R: Read>(mut r: R) -> Result<Opened<R>, PcapErrorKind> {
     let mut magic = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -183,7 +212,20 @@ fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
     }
     let be = u32::from_be_bytes(magic);
     if be == PCAPNG_MAGIC {
-        return Err(PcapErrorKind::PcapNg);
+        let reader = PcapNgReader::new(Cursor::new(magic).chain(r)).map_err(|e| match e {
+            pcap_file::PcapError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                PcapErrorKind::TruncatedHeader
+            }
+            pcap_file::PcapError::IoError(e) => PcapErrorKind::Io(e),
+            pcap_file::PcapError::InvalidField(reason) => {
+                PcapErrorKind::BadBlock { after: 0, reason }
+            }
+            _ => PcapErrorKind::BadBlock {
+                after: 0,
+                reason: "unparsable section header",
+            },
+        })?;
+        return Ok(Opened::PcapNg(reader));
     }
     if !matches!(be, 0xA1B2_C3D4 | 0xA1B2_3C4D | 0xD4C3_B2A1 | 0x4D3C_B2A1) {
         return Err(PcapErrorKind::BadMagic(be));
@@ -205,7 +247,7 @@ fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
     if link != LINKTYPE_ETHERNET {
         return Err(PcapErrorKind::LinkType(link));
     }
-    Ok(reader)
+    Ok(Opened::Pcap(reader))
 }
 
 /// Calls `f` with every record of a pcap stream, numbered from 1.
@@ -215,11 +257,103 @@ fn open<R: Read>(mut r: R) -> Result<Reader<R>, PcapErrorKind> {
 /// file's snap length: exactly what `tcpdump -s 64` writes for every frame
 /// longer than 64 B. The captured length must still be within the snap
 /// length and the original length.
+///
+/// A pcapng file's packets (enhanced and simple packet blocks) are its
+/// records, numbered the same way; its other blocks are skipped, and every
+/// interface must be Ethernet.
 fn for_each_record<R: Read>(
     r: R,
+    f: impl FnMut(u64, &PcapPacket<'_>) -> Result<(), PcapErrorKind>,
+) -> Result<(), PcapErrorKind> {
+    match open(r)? {
+        Opened::Pcap(reader) => for_each_pcap_record(reader, f),
+        Opened::PcapNg(reader) => for_each_pcapng_record(reader, f),
+    }
+}
+
+fn for_each_pcapng_record<R: Read>(
+    mut reader: PcapNgReader<R>,
     mut f: impl FnMut(u64, &PcapPacket<'_>) -> Result<(), PcapErrorKind>,
 ) -> Result<(), PcapErrorKind> {
-    let mut reader = open(r)?;
+    let mut record = 0u64;
+    // The interfaces of the current section, as the packets name them.
+    let mut ifaces: Vec<InterfaceDescriptionBlock<'static>> = Vec::new();
+    while let Some(block) = reader.next_block() {
+        let block = block.map_err(|e| match e {
+            pcap_file::PcapError::IoError(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                PcapErrorKind::TruncatedBlock { after: record }
+            }
+            pcap_file::PcapError::IoError(e) => PcapErrorKind::Io(e),
+            pcap_file::PcapError::InvalidField(reason) => PcapErrorKind::BadBlock {
+                after: record,
+                reason,
+            },
+            _ => PcapErrorKind::BadBlock {
+                after: record,
+                reason: "unparsable block",
+            },
+        })?;
+        let p = match block {
+            Block::SectionHeader(_) => {
+                ifaces.clear();
+                continue;
+            }
+            Block::InterfaceDescription(d) => {
+                let link = u32::from(d.linktype);
+                if link != LINKTYPE_ETHERNET {
+                    return Err(PcapErrorKind::InterfaceLinkType {
+                        interface: ifaces.len(),
+                        link,
+                    });
+                }
+                ifaces.push(d.into_owned());
+                continue;
+            }
+            Block::EnhancedPacket(p) => {
+                record += 1;
+                let Some(iface) = ifaces.get(p.interface_id as usize) else {
+                    return Err(PcapErrorKind::BadRecord {
+                        record,
+                        reason: "names an interface the file does not describe",
+                    });
+                };
+                PcapPacket {
+                    timestamp: Duration::from_nanos(pcapng_ns(p.timestamp, Some(iface))),
+                    orig_len: p.original_len,
+                    data: p.data,
+                }
+            }
+            Block::SimplePacket(p) => {
+                record += 1;
+                if ifaces.is_empty() {
+                    return Err(PcapErrorKind::BadRecord {
+                        record,
+                        reason: "a packet before any interface is described",
+                    });
+                }
+                PcapPacket {
+                    timestamp: Duration::ZERO,
+                    orig_len: p.original_len,
+                    data: p.data,
+                }
+            }
+            _ => continue,
+        };
+        if p.data.len() > p.orig_len as usize {
+            return Err(PcapErrorKind::BadRecord {
+                record,
+                reason: "captured length above the original length",
+            });
+        }
+        f(record, &p)?;
+    }
+    Ok(())
+}
+
+fn for_each_pcap_record<R: Read>(
+    mut reader: PcapReader<R>,
+    mut f: impl FnMut(u64, &PcapPacket<'_>) -> Result<(), PcapErrorKind>,
+) -> Result<(), PcapErrorKind> {
     let header = reader.header();
     let mut record = 0u64;
     while let Some(p) = reader.next_raw_packet() {
@@ -259,7 +393,8 @@ fn open_file(path: &Path) -> Result<BufReader<File>, PcapError> {
 }
 
 /// Checks that `path` opens and starts with the header of an Ethernet pcap
-/// file, without reading its records: a quick check before a long load.
+/// file (or of a pcapng file), without reading its records: a quick check
+/// before a long load.
 pub fn check_header(path: impl AsRef<Path>) -> Result<(), PcapError> {
     let path = path.as_ref();
     open(open_file(path)?).map(drop).map_err(|kind| PcapError {
@@ -919,7 +1054,7 @@ mod tests {
             PcapErrorKind::BadMagic(0x4741_5242)
         ));
         let ng = [0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0];
-        assert!(matches!(kind_of(&ng), PcapErrorKind::PcapNg));
+        assert!(matches!(kind_of(&ng), PcapErrorKind::TruncatedHeader));
         // Versions other than 2.0 to 2.4.
         for (major, minor) in [(99u16, 4u16), (2, 5), (1, 0), (0, 0), (4, 2)] {
             let mut v = pcap_of(&frames(&[60], FrameKind::Ipv4Udp));
@@ -948,6 +1083,136 @@ mod tests {
         let e = ReplaySet::from_reader(sll.as_slice(), "sll.pcap").unwrap_err();
         assert!(matches!(e.kind, PcapErrorKind::LinkType(113)));
         assert_eq!(e.to_string(), "sll.pcap: link type 113 is not Ethernet (1)");
+    }
+
+    /// A little-endian pcapng: a section header, an interface of link type
+    /// `link`, and an enhanced packet block per `(interface, captured,
+    /// original, frame)`, stamped 10 us apart (no if_tsresol: microseconds).
+    fn pcapng_bytes(link: u16, records: &[(u32, u32, u32, &[u8])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let block = |b: &mut Vec<u8>, kind: u32, body: &[u8]| {
+            let len = 12 + body.len().next_multiple_of(4);
+            b.extend_from_slice(&kind.to_le_bytes());
+            b.extend_from_slice(&(len as u32).to_le_bytes());
+            b.extend_from_slice(body);
+            b.resize(b.len() + body.len().next_multiple_of(4) - body.len(), 0);
+            b.extend_from_slice(&(len as u32).to_le_bytes());
+        };
+        let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&(-1i64).to_le_bytes());
+        block(&mut b, PCAPNG_MAGIC, &shb);
+        let mut idb = link.to_le_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&65535u32.to_le_bytes());
+        block(&mut b, 1, &idb);
+        for (i, (iface, incl, orig, data)) in records.iter().enumerate() {
+            let ts = 1_700_000_000_000_000u64 + 10 * i as u64;
+            let mut epb = iface.to_le_bytes().to_vec();
+            epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+            epb.extend_from_slice(&(ts as u32).to_le_bytes());
+            epb.extend_from_slice(&incl.to_le_bytes());
+            epb.extend_from_slice(&orig.to_le_bytes());
+            epb.extend_from_slice(&data[..*incl as usize]);
+            block(&mut b, 6, &epb);
+        }
+        b
+    }
+
+    #[test]
+    fn pcapng_is_read_as_pcap_is() {
+        let fs = frames(&[60, 300, 1514], FrameKind::Ipv4Udp);
+        let recs: Vec<_> = fs
+            .iter()
+            .map(|f| (0, f.len() as u32, f.len() as u32, f.as_slice()))
+            .collect();
+        let ng = pcapng_bytes(1, &recs);
+        let set = ReplaySet::from_reader(ng.as_slice(), "t.pcapng").unwrap();
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            fs.iter().map(Vec::as_slice).collect::<Vec<_>>()
+        );
+        assert!(open(ng.as_slice()).is_ok());
+        // Timestamps in microseconds, the resolution without if_tsresol.
+        let c = read_capture_from(ng.as_slice(), "t.pcapng").unwrap();
+        assert_eq!(c[1].timestamp, Duration::from_micros(1_700_000_000_000_010));
+        // A record cut by a snap length is padded back, as in a pcap.
+        let snapped = pcapng_bytes(1, &[(0, 64, 300, &fs[1])]);
+        let set = ReplaySet::from_reader(snapped.as_slice(), "t.pcapng").unwrap();
+        assert_eq!((set.padded(), set.frame(0).len()), (1, 300));
+
+        // Refusals name the interface, the record, or the block.
+        let e =
+            ReplaySet::from_reader(pcapng_bytes(113, &recs).as_slice(), "t.pcapng").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.pcapng: interface 0 has link type 113, not Ethernet (1)"
+        );
+        let mut other = recs.clone();
+        other[1].0 = 1;
+        let e = kind_of(&pcapng_bytes(1, &other));
+        assert_eq!(
+            e.to_string(),
+            "record 2: names an interface the file does not describe"
+        );
+        for cut in [ng.len() - 1, ng.len() - 1514, ng.len() - 1540] {
+            let e = kind_of(&ng[..cut]);
+            assert!(
+                matches!(e, PcapErrorKind::TruncatedBlock { after: 2 }),
+                "{cut}: {e:?}"
+            );
+            assert_eq!(
+                e.to_string(),
+                "the block after record 2 is truncated (file cut short or corrupt length)"
+            );
+        }
+        let bigger = pcapng_bytes(1, &[(0, 100, 60, &fs[1])]);
+        assert!(matches!(
+            kind_of(&bigger),
+            PcapErrorKind::BadRecord { record: 1, .. }
+        ));
+        // A section header and nothing else: nothing to replay.
+        assert!(matches!(
+            kind_of(&ng[..28]),
+            PcapErrorKind::Replay(ReplayError::NoFrames)
+        ));
+    }
+
+    #[test]
+    fn never_panics_on_corrupt_pcapng() {
+        let fs = frames(&[60, 300, 64, 1514], FrameKind::Ipv4Udp);
+        let recs: Vec<_> = fs
+            .iter()
+            .map(|f| (0, f.len() as u32, f.len() as u32, f.as_slice()))
+            .collect();
+        let good = pcapng_bytes(1, &recs);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..500 {
+            let mut b = good.clone();
+            for _ in 0..(next() % 6) {
+                let i = (next() % b.len() as u64) as usize;
+                b[i] = next() as u8;
+            }
+            if next() % 3 == 0 {
+                b.truncate((next() % b.len() as u64) as usize);
+            }
+            for e in [
+                ReplaySet::from_reader(b.as_slice(), "fuzz").err(),
+                read_capture_from(b.as_slice(), "fuzz").err(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let m = e.to_string();
+                assert!(m.starts_with("fuzz: ") && !m.contains('\n'), "{m}");
+            }
+        }
     }
 
     #[test]

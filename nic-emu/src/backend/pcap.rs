@@ -12,6 +12,20 @@
 //!   type other than Ethernet, a truncated record, a frame shorter than 14
 //!   or longer than the port's largest (1536 B). A record captured shorter
 //!   than the frame was (snapped) is sent as captured, and counted.
+//!   pcapng timestamps count in the interface's `if_tsresol` (microseconds
+//!   without it), so `rate=original` keeps a pcapng file's pace.
+//! * **Frames** the port replays take the NIC's RX path as any wire's do:
+//!   802.1Q and QinQ tagged frames and frames shorter than 60 B are
+//!   delivered as they are; bytes after the length a frame's headers state
+//!   (Ethernet padding) are not written into the pipe; a frame whose
+//!   headers state more bytes than it has, or an IPv4 total length below
+//!   its header, is dropped and counted (`malformed`): so is a snapped
+//!   IPv4 or IPv6 record, which DPDK's `net_pcap` and tcpreplay also send
+//!   as captured (pktgen pads it back to its length). A frame longer than
+//!   1536 B (jumbo) refuses the whole file at start, naming its record,
+//!   rather than being dropped on every pass: the file is known whole
+//!   before anything is replayed. pktgen reads the same files, and refuses
+//!   the same non-captures, link types, truncations and frame sizes.
 //! * **TX** writes every frame the port sends to `tx`, a nanosecond pcap
 //!   stamped with the engine's clock, through an I/O thread
 //!   ([`super::io_thread`]); it is flushed when the device stops. Frames the
@@ -156,8 +170,10 @@ impl Capture {
         match magic {
             0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => Self::read_pcap(file, &data),
             0x0a0d_0d0a => Self::read_pcapng(file, &data),
+            // The magic as its bytes stand in the file, as pktgen says it.
             _ => Err(err(&format!(
-                "not a capture file (magic {magic:#010x}; pcap and pcapng are read)"
+                "not a capture file (magic {:#010x}; pcap and pcapng are read)",
+                magic.swap_bytes()
             ))),
         }
     }
@@ -167,9 +183,10 @@ impl Capture {
         let (mut rest, parser) = pcap_file::pcap::PcapParser::new(data)
             .map_err(|e| err(&format!("bad pcap header: {}", reason(&e))))?;
         if parser.header().datalink != DataLink::ETHERNET {
+            let link = parser.header().datalink;
             return Err(err(&format!(
-                "link type {:?}; a pcap port takes Ethernet frames only",
-                parser.header().datalink
+                "link type {} ({link:?}); a pcap port takes Ethernet frames only (link type 1)",
+                u32::from(link)
             )));
         }
         let mut cap = Capture::default();
@@ -209,14 +226,18 @@ impl Capture {
                     p.interface_id as usize,
                     p.data,
                     p.original_len as u64,
-                    p.timestamp.as_nanos() as u64,
+                    pcapng_ns(
+                        p.timestamp,
+                        parser.interfaces().get(p.interface_id as usize),
+                    ),
                 ),
                 Block::SimplePacket(p) => (0, p.data, p.original_len as u64, 0),
                 Block::InterfaceDescription(d) => {
                     if d.linktype != DataLink::ETHERNET {
                         return Err(err(&format!(
-                            "interface {} has link type {:?}; a pcap port takes Ethernet frames only",
+                            "interface {} has link type {} ({:?}); a pcap port takes Ethernet frames only (link type 1)",
                             parser.interfaces().len() - 1,
+                            u32::from(d.linktype),
                             d.linktype
                         )));
                     }
@@ -234,6 +255,39 @@ impl Capture {
         }
         Ok(cap)
     }
+}
+
+/// The time of a pcapng packet in ns since the epoch: pcap-file hands over
+/// the block's timestamp as a count of nanoseconds, but it counts units of
+/// the interface's `if_tsresol` option (10^-v s, or 2^-v s with the top bit
+/// set; microseconds without the option, as scapy, dumpcap and tcpdump
+/// write), from its `if_tsoffset` seconds.
+pub fn pcapng_ns(
+    raw: std::time::Duration,
+    iface: Option<&pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock<'_>>,
+) -> u64 {
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption as Opt;
+    let units = raw.as_nanos();
+    let (mut resol, mut offset_s) = (6u8, 0u64);
+    for o in iface.map_or(&[][..], |i| &i.options[..]) {
+        match *o {
+            Opt::IfTsResol(v) => resol = v,
+            Opt::IfTsOffset(s) => offset_s = s,
+            _ => {}
+        }
+    }
+    let ns = if resol & 0x80 != 0 {
+        // 2^-e s: at most 127, so the shift stays within u128.
+        (units.saturating_mul(1_000_000_000)) >> (resol & 0x7f)
+    } else if resol <= 9 {
+        units.saturating_mul(10u128.pow(u32::from(9 - resol)))
+    } else {
+        10u128
+            .checked_pow(u32::from(resol - 9))
+            .map_or(0, |d| units / d)
+    };
+    let ns = ns.saturating_add(u128::from(offset_s) * 1_000_000_000);
+    u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
 fn reason(e: &pcap_file::PcapError) -> String {
@@ -448,5 +502,83 @@ impl Backend for PcapPort {
 impl Drop for PcapPort {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A little-endian pcapng: a section header, one interface of link
+    /// type `link` with `options` (raw option bytes), and an enhanced
+    /// packet block per `(timestamp units, frame)`.
+    fn pcapng(link: u16, options: &[u8], frames: &[(u64, &[u8])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let block = |b: &mut Vec<u8>, kind: u32, body: &[u8]| {
+            let len = 12 + body.len().next_multiple_of(4);
+            b.extend_from_slice(&kind.to_le_bytes());
+            b.extend_from_slice(&(len as u32).to_le_bytes());
+            b.extend_from_slice(body);
+            b.resize(b.len() + body.len().next_multiple_of(4) - body.len(), 0);
+            b.extend_from_slice(&(len as u32).to_le_bytes());
+        };
+        let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&(-1i64).to_le_bytes());
+        block(&mut b, 0x0a0d_0d0a, &shb);
+        let mut idb = link.to_le_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&65535u32.to_le_bytes());
+        idb.extend_from_slice(options);
+        block(&mut b, 1, &idb);
+        for (ts, f) in frames {
+            let mut epb = 0u32.to_le_bytes().to_vec();
+            epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+            epb.extend_from_slice(&(*ts as u32).to_le_bytes());
+            epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            epb.extend_from_slice(f);
+            block(&mut b, 6, &epb);
+        }
+        b
+    }
+
+    #[test]
+    fn pcapng_timestamps_count_in_the_interfaces_resolution() {
+        let f = [0u8; 60];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.pcapng");
+        // No if_tsresol: microseconds, as scapy, dumpcap and tcpdump write;
+        // then nanoseconds (9), and 2^-10 s (0x8a); an end-of-options
+        // option closes each list.
+        let cases: [(&[u8], u64, u64); 3] = [
+            (&[], 1_700_000_000_000_010, 1_700_000_000_000_010_000),
+            (&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0], 1_500, 1_500),
+            (
+                &[9, 0, 1, 0, 0x8a, 0, 0, 0, 0, 0, 0, 0],
+                3 * 1024,
+                3_000_000_000,
+            ),
+        ];
+        for (options, units, ns) in cases {
+            std::fs::write(&path, pcapng(1, options, &[(units, &f), (units * 2, &f)])).unwrap();
+            let cap = Capture::read(&path).unwrap();
+            assert_eq!(
+                (cap.frame(0).1, cap.frame(1).1),
+                (ns, 2 * ns),
+                "{options:?}"
+            );
+        }
+        // An interface that is not Ethernet is named with its number.
+        std::fs::write(&path, pcapng(101, &[], &[(0, &f)])).unwrap();
+        let e = Capture::read(&path).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}: interface 0 has link type 101 (RAW); a pcap port takes Ethernet \
+                 frames only (link type 1)",
+                path.display()
+            )
+        );
     }
 }
