@@ -248,7 +248,20 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     // The pcap's frames are known only now (synthetic sizes were checked
     // with the command line).
     if cfg.rtt {
-        cli::check_stamp_fits(cfg.timestamp_offset, stream.min_len())?;
+        if let Err(e) = cli::check_stamp_fits(cfg.timestamp_offset, stream.min_len()) {
+            // Suggest only an offset that the frames' headers also take.
+            return Err(match e {
+                cli::ConfigError::StampPastFrame { offset, len, most } => {
+                    cli::ConfigError::StampPastFrame {
+                        offset,
+                        len,
+                        most: most.and_then(|m| stream.largest_stamp_offset(m)),
+                    }
+                    .into()
+                }
+                e => e.into(),
+            });
+        }
         stream.check_stamp(cfg.timestamp_offset)?;
     }
     // The NIC's limiter setting for a run (a search sets its own per trial).

@@ -388,7 +388,9 @@ pub enum ConfigError {
         end = u32::from(*offset) + 4,
         hint = match most {
             Some(m) => format!("; give at most {m}"),
-            None => String::new(),
+            None => "; no offset suits every frame sent: send the smaller frames \
+                     separately, or leave out --rtt"
+                .to_string(),
         }
     )]
     StampPastFrame {
@@ -1120,7 +1122,8 @@ mod tests {
         assert_eq!(
             check_stamp_fits(0, 3).unwrap_err().to_string(),
             "--timestamp-offset 0 puts the 4-byte timestamp at bytes 0..4, past the end \
-             of the smallest frame sent (3 B without FCS)"
+             of the smallest frame sent (3 B without FCS); no offset suits every frame \
+             sent: send the smaller frames separately, or leave out --rtt"
         );
         // Synthetic sizes are checked with the command line, with --rtt or
         // --rtt-hist; without them the offset is unused.

@@ -210,6 +210,21 @@ impl TxStream {
         })
     }
 
+    /// The largest offset from 14 to `most` at which the NIC's timestamp
+    /// leaves every frame of a pass delimitable, if there is one: what to
+    /// suggest when an offset does not fit the smallest frame (the largest
+    /// that fits may still lie over a frame's headers).
+    pub fn largest_stamp_offset(&self, most: usize) -> Option<usize> {
+        let frames = || {
+            crate::pcap::stream_frames(self.stream.data())
+                .take(self.set_len())
+                .map_while(Result::ok)
+        };
+        (14..=most)
+            .rev()
+            .find(|&o| frames().all(|f| crate::pcap::stamp_keeps_frame(f, o)))
+    }
+
     /// Goodput bytes of stream frames `first..first + n`.
     pub fn frame_bytes(&self, first: u64, n: u64) -> u64 {
         self.bytes_before(first + n) - self.bytes_before(first)

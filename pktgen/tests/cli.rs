@@ -773,5 +773,28 @@ fn rtt_on_a_mixed_ipv4_ipv6_pcap_is_refused_at_an_offset_that_breaks_ipv6() {
              pcap: replay its kinds of frames separately, or leave out --rtt"
         ),
         "{m}"
+    ); // Past the end of a 23 B frame: the largest offset that fits it (19)
+       // lies over the IPv6 frame's payload length, and none below suits the
+       // IPv4 frame too, so no offset is suggested.
+    let mut dot3 = vec![0u8; 23];
+    dot3[12..14].copy_from_slice(&9u16.to_be_bytes());
+    let mut three = common::frames(&[(Ipv4Udp, 100), (Ipv6Udp, 200)]);
+    three.push(dot3);
+    let p3 = common::write_pcap(&dir.path().join("three23.pcap"), &three);
+    let m = one_line_error(&[
+        s(&p3),
+        "--in-process",
+        "--count",
+        "3",
+        "--rtt",
+        "--timestamp-offset",
+        "30",
+    ]);
+    assert!(
+        m.ends_with(
+            "past the end of the smallest frame sent (23 B without FCS); no offset suits every \
+             frame sent: send the smaller frames separately, or leave out --rtt"
+        ),
+        "{m}"
     );
 }
