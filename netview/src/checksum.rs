@@ -51,6 +51,18 @@ pub fn adjust32(check: u16, old: u32, new: u32) -> u16 {
     apply(check, delta32(old, new))
 }
 
+/// The checksum of an IPv4 header (`header`: its bytes, options
+/// included), computed as if its checksum field (bytes 10 and 11) were
+/// zero, so a header can be checked or filled without clearing it first.
+pub fn ipv4_header_checksum(header: &[u8]) -> u16 {
+    let acc = sum(0, &header[..header.len().min(10)]);
+    let acc = match header.get(12..) {
+        Some(rest) => sum(acc, rest),
+        None => acc,
+    };
+    fold(acc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +92,21 @@ mod tests {
             }
             assert_eq!(fold(sum(0, d)), fold(plain as u32), "len {len}");
         }
+    }
+
+    #[test]
+    fn ipv4_header_checksum_ignores_the_checksum_field() {
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_header_checksum(&h), 0xb861);
+        assert_eq!(ipv4_header_checksum(&h), fold(sum(0, &h)));
+        h[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
+        assert_eq!(ipv4_header_checksum(&h), 0xb861);
+        assert_eq!(fold(sum(0, &h)), 0);
+        // Shorter than a header: the words there are, as before.
+        assert_eq!(ipv4_header_checksum(&h[..11]), fold(sum(0, &h[..10])));
     }
 
     #[test]
