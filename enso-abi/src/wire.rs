@@ -75,6 +75,13 @@ pub const fn flits(len: usize) -> usize {
     len.div_ceil(FLIT)
 }
 
+// Delimiting reads its fields at fixed offsets, not through netview's
+// header views: it runs once per frame in the engine, and its shortcuts
+// ([`delimit`], [`place`]) make one bounds check for every byte they read
+// where a stack of views checks each header it wraps. A view's
+// `new_checked` also asks for more than delimiting needs (a whole header,
+// the stated length within the buffer), which a frame cut at the end of a
+// TX notification does not have.
 #[inline]
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
