@@ -37,6 +37,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
+use netview::mix64;
 use nic_emu::testframe::{FrameKind, TestFrames, Verified, VerifyError};
 use nic_emu::wire::{self, FiveTuple, MAX_FRAME};
 use rand::seq::SliceRandom;
@@ -670,13 +671,6 @@ impl Traffic {
             None => Ok(v),
         }
     }
-}
-
-/// A well-mixed 64-bit hash (the SplitMix64 finaliser).
-fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]
