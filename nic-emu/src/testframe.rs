@@ -198,24 +198,43 @@ impl TestFrames {
             return Err(VerifyError::BadFlow(v.flow));
         }
         let n = self.build(v.kind, v.seq, v.flow, frame.len(), scratch);
+        Self::compare(frame, &mut scratch[..n], v.kind, echo_inc, skip)?;
+        Ok(v)
+    }
+
+    /// Compares a received `frame` with `expected`, the whole test frame of
+    /// kind `kind` that was sent, as [`TestFrames::build`] made it (or a
+    /// frame built from it): equal but for the echo byte, incremented by
+    /// `echo_inc`, and the bytes in `skip`, which are not compared.
+    /// `expected` is changed to what `frame` should be. The error gives the
+    /// first byte that differs (the shorter length if the lengths do).
+    #[inline]
+    pub fn compare(
+        frame: &[u8],
+        expected: &mut [u8],
+        kind: FrameKind,
+        echo_inc: u8,
+        skip: Option<std::ops::Range<usize>>,
+    ) -> Result<(), VerifyError> {
+        let n = expected.len();
         if n != frame.len() {
             return Err(VerifyError::Corrupt(n.min(frame.len())));
         }
-        let e = v.kind.echo_offset();
-        scratch[e] = scratch[e].wrapping_add(echo_inc);
+        let e = kind.echo_offset();
+        expected[e] = expected[e].wrapping_add(echo_inc);
         if let Some(r) = skip {
             let r = r.start.min(n)..r.end.min(n);
-            scratch[r.clone()].copy_from_slice(&frame[r]);
+            expected[r.clone()].copy_from_slice(&frame[r]);
         }
-        if frame != &scratch[..n] {
+        if frame != expected {
             let at = frame
                 .iter()
-                .zip(scratch.iter())
+                .zip(expected.iter())
                 .position(|(a, b)| a != b)
                 .unwrap_or(0);
             return Err(VerifyError::Corrupt(at));
         }
-        Ok(v)
+        Ok(())
     }
 }
 

@@ -657,19 +657,8 @@ impl Traffic {
             return Err(VerifyError::BadFlow(v.flow));
         }
         let n = self.build(v.seq, scratch);
-        if n != frame.len() {
-            return Err(VerifyError::Corrupt(n.min(frame.len())));
-        }
-        let e = FrameKind::Ipv4Udp.echo_offset();
-        scratch[e] = scratch[e].wrapping_add(echo_inc);
-        if let Some(r) = skip {
-            let r = r.start.min(n)..r.end.min(n);
-            scratch[r.clone()].copy_from_slice(&frame[r]);
-        }
-        match frame.iter().zip(&scratch[..n]).position(|(a, b)| a != b) {
-            Some(at) => Err(VerifyError::Corrupt(at)),
-            None => Ok(v),
-        }
+        TestFrames::compare(frame, &mut scratch[..n], v.kind, echo_inc, skip)?;
+        Ok(v)
     }
 }
 
