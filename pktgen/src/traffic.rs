@@ -37,7 +37,9 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
+use netview::ipv4::Ipv4Packet;
 use netview::mix64;
+use netview::udp::UdpPacket;
 use nic_emu::testframe::{FrameKind, TestFrames, Verified, VerifyError};
 use nic_emu::wire::{self, FiveTuple, MAX_FRAME};
 use rand::seq::SliceRandom;
@@ -626,14 +628,13 @@ impl Traffic {
             .build(FrameKind::Ipv4Udp, seq, flow, self.frame_len(seq), out);
         if self.ranges.is_some() {
             let t = self.tuple(flow);
-            let ip = &mut out[14..34];
-            ip[12..16].copy_from_slice(&t.src_ip.to_be_bytes());
-            ip[16..20].copy_from_slice(&t.dst_ip.to_be_bytes());
-            ip[10..12].fill(0);
-            let c = wire::ipv4_checksum(ip);
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-            out[34..36].copy_from_slice(&t.src_port.to_be_bytes());
-            out[36..38].copy_from_slice(&t.dst_port.to_be_bytes());
+            let mut ip = Ipv4Packet::new_unchecked(&mut out[14..34]);
+            ip.set_src_addr(t.src_ip.into());
+            ip.set_dst_addr(t.dst_ip.into());
+            ip.fill_checksum();
+            let mut udp = UdpPacket::new_unchecked(&mut out[34..42]);
+            udp.set_src_port(t.src_port);
+            udp.set_dst_port(t.dst_port);
         }
         n
     }
