@@ -15,18 +15,12 @@ const K0: u64 = 0x9E37_79B9_7F4A_7C15;
 const K1: u64 = 0xC2B2_AE3D_27D4_EB4F;
 const K2: u64 = 0x1656_67B1_9E37_79F9;
 
-/// A bijective 64-bit finaliser: every input bit affects every output bit.
+/// A bijective 64-bit finaliser (SplitMix64's), from `netview`: every input
+/// bit affects every output bit.
 ///
 /// Useful on its own to scramble integers (flow indices, key ids) and as the
 /// last step of [`hash_bytes`].
-#[inline]
-pub fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
+pub use netview::mix64;
 
 /// Hashes `data` with `seed`. Different seeds give independent-looking hash
 /// functions over the same input.

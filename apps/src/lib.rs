@@ -37,8 +37,9 @@
 //! * [`packet`]: zero-copy Ethernet/IPv4/UDP/TCP views, 5-tuples, address
 //!   rewriting with incremental checksums, frame building.
 //! * [`net`]: checked views of Ethernet, ARP, IPv4, IPv6, UDP, ICMP and
-//!   ICMPv6, the host logic that answers ARP, neighbour discovery and pings
-//!   for a server's addresses, and UDP reflection (`echo --reflect`).
+//!   ICMPv6 (the `netview` crate's, re-exported), the host logic that
+//!   answers ARP, neighbour discovery and pings for a server's addresses,
+//!   and UDP reflection (`echo --reflect`).
 //! * [`maglev`], [`kv`], [`telemetry`], [`logmon`]: the applications; each
 //!   module's documentation gives its design and where it departs from the
 //!   system the paper used.

@@ -10,6 +10,12 @@
 //! EtherTypes have no length in the header and are not carried by the
 //! reference datapath.
 
+use std::net::Ipv4Addr;
+
+use netview::ethernet::{EthernetFrame, MacAddr, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use netview::ipv4::{self, Ipv4Packet};
+use netview::udp::UdpPacket;
+
 /// Bytes in a flit, the unit of an Ensō pipe: every frame starts on one.
 pub const FLIT: usize = 64;
 /// Bytes of Ethernet frame check sequence, counted on the wire, absent in memory.
@@ -26,8 +32,6 @@ pub const UDP_HEADERS: usize = 42;
 /// payload byte.
 pub const SEQ_OFFSET: usize = UDP_HEADERS;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// Bytes of a frame that must be present to find its length.
 pub const HEADER_PEEK: usize = 20;
 
@@ -81,24 +85,25 @@ pub fn udp_frame(len: usize, flow: u32) -> Vec<u8> {
     let mut f = vec![0u8; len];
     let flow_b = flow.to_be_bytes();
     // Ethernet: locally administered unicast addresses.
-    f[0..6].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x02]);
-    f[6..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x00, 0x01]);
-    f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    // IPv4.
+    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+    eth.set_dst_addr(MacAddr([0x02, 0x00, 0x00, 0x00, 0x00, 0x02]));
+    eth.set_src_addr(MacAddr([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]));
+    eth.set_ethertype(ETHERTYPE_IPV4);
+    // IPv4: identification, flags and type of service 0.
     let ip_len = (len - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64; // TTL
-    f[23] = 17; // UDP
-    f[26..30].copy_from_slice(&[10, flow_b[1], flow_b[2], flow_b[3]]);
-    f[30..34].copy_from_slice(&[10, 255, 0, 1]);
-    let csum = ipv4_checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&csum.to_be_bytes());
-    // UDP.
-    let sport = 1024 + (flow % 60000) as u16;
-    f[34..36].copy_from_slice(&sport.to_be_bytes());
-    f[36..38].copy_from_slice(&9u16.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+    ip.set_version_and_header_len(ipv4::MIN_HEADER_LEN);
+    ip.set_total_len(ip_len);
+    ip.set_ttl(64);
+    ip.set_protocol(ipv4::PROTO_UDP);
+    ip.set_src_addr(Ipv4Addr::new(10, flow_b[1], flow_b[2], flow_b[3]));
+    ip.set_dst_addr(Ipv4Addr::new(10, 255, 0, 1));
+    ip.fill_checksum();
+    // UDP, without checksum.
+    let mut udp = UdpPacket::new_unchecked(ip.payload_mut());
+    udp.set_src_port(1024 + (flow % 60000) as u16);
+    udp.set_dst_port(9);
+    udp.set_len(ip_len - 20);
     for (i, b) in f[UDP_HEADERS..].iter_mut().enumerate() {
         *b = (i as u8).wrapping_mul(7).wrapping_add(flow as u8);
     }
@@ -112,20 +117,10 @@ pub fn udp_templates(wire_size: usize, flows: u32) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netview::checksum::{fold, sum};
 
     #[test]
     fn udp_frames_carry_their_length() {
@@ -133,7 +128,7 @@ mod tests {
             let f = udp_frame(len, 5);
             assert_eq!(f.len(), len);
             assert_eq!(frame_len(&f), Some(len));
-            assert_eq!(ipv4_checksum(&f[14..34]), 0, "checksum verifies");
+            assert_eq!(fold(sum(0, &f[14..34])), 0, "checksum verifies");
         }
         assert_eq!(slot_len(60), 64);
         assert_eq!(slot_len(64), 64);

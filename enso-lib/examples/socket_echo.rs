@@ -175,14 +175,8 @@ pub fn udp_frame(src: SocketAddrV4, dst: SocketAddrV4, data: &[u8]) -> Vec<u8> {
     f[23] = 17;
     f[26..30].copy_from_slice(&src.ip().octets());
     f[30..34].copy_from_slice(&dst.ip().octets());
-    let mut sum = 0u32;
-    for c in f[14..34].chunks(2) {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = enso_abi::wire::ipv4_checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
     f[34..36].copy_from_slice(&src.port().to_be_bytes());
     f[36..38].copy_from_slice(&dst.port().to_be_bytes());
     f[38..40].copy_from_slice(&(8 + data.len() as u16).to_be_bytes());

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use netview::mix64;
 use serde::{Deserialize, Serialize};
 
 use crate::testframe::FrameKind;
@@ -88,15 +89,6 @@ pub fn check_delay_ns(what: &str, ns: u64) -> Result<u64, String> {
             "{what} must be in 0..={MAX_DELAY_NS} ns (at most 1 s), not {ns}"
         ))
     }
-}
-
-#[inline]
-pub(crate) fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
 }
 
 /// How thoroughly the generator checks frames that come back.

@@ -352,7 +352,7 @@ impl Generator {
             let ki = if nk == 1 {
                 0
             } else {
-                (crate::config::mix64(seq ^ 0x5555) % nk as u64) as usize
+                (netview::mix64(seq ^ 0x5555) % nk as u64) as usize
             };
             let kind = self.cfg.kinds[ki];
             let (frame, pre): (&mut [u8], Option<Precomputed<'_>>) = if self.templates.is_empty() {
@@ -362,7 +362,7 @@ impl Generator {
             } else {
                 let si = match self.cache_sizes.len() {
                     1 => 0,
-                    k => (crate::config::mix64(seq) % k as u64) as usize,
+                    k => (netview::mix64(seq) % k as u64) as usize,
                 };
                 let idx = (ki * self.cache_sizes.len() + si) * self.cfg.flows.max(1) as usize
                     + flow as usize;

@@ -8,6 +8,10 @@
 //! *echo byte*, which an echo server increments; the rest is a pattern derived
 //! from the flow and the length.
 
+use netview::ethernet::{EthernetFrame, MacAddr};
+use netview::ipv4::{self, Ipv4Packet};
+use netview::udp::UdpPacket;
+
 use crate::wire::{self, FiveTuple};
 
 /// Magic at the start of every test payload.
@@ -108,29 +112,29 @@ impl TestFrames {
     pub fn build(&self, kind: FrameKind, seq: u64, flow: u32, len: usize, out: &mut [u8]) -> usize {
         let len = len.clamp(kind.min_len(), wire::MAX_FRAME);
         let f = &mut out[..len];
-        // Ethernet.
-        f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, self.stream, 0x02]);
+        let mut eth = EthernetFrame::new_unchecked(&mut *f);
+        eth.set_dst_addr(MacAddr([0x02, 0, 0, 0, 0, 0x01]));
+        eth.set_src_addr(MacAddr([0x02, 0, 0, 0, self.stream, 0x02]));
         let t = Self::flow_tuple(flow);
         match kind {
             FrameKind::Ipv4Udp => {
-                f[12..14].copy_from_slice(&wire::ETHERTYPE_IPV4.to_be_bytes());
-                let ip = &mut f[14..34];
-                ip[0] = 0x45;
-                ip[1] = 0;
-                ip[2..4].copy_from_slice(&((len - 14) as u16).to_be_bytes());
-                ip[4..8].fill(0); // identification, flags: the timestamp goes here
-                ip[8] = 64;
-                ip[9] = wire::PROTO_UDP;
-                ip[10..12].fill(0);
-                ip[12..16].copy_from_slice(&t.src_ip.to_be_bytes());
-                ip[16..20].copy_from_slice(&t.dst_ip.to_be_bytes());
-                let c = wire::ipv4_checksum(ip);
-                ip[10..12].copy_from_slice(&c.to_be_bytes());
+                eth.set_ethertype(wire::ETHERTYPE_IPV4);
+                let hdr = &mut f[14..34];
+                // Type of service, identification and flags 0: the
+                // timestamp goes in identification and flags.
+                hdr.fill(0);
+                let mut ip = Ipv4Packet::new_unchecked(hdr);
+                ip.set_version_and_header_len(ipv4::MIN_HEADER_LEN);
+                ip.set_total_len((len - 14) as u16);
+                ip.set_ttl(64);
+                ip.set_protocol(wire::PROTO_UDP);
+                ip.set_src_addr(t.src_ip.into());
+                ip.set_dst_addr(t.dst_ip.into());
+                ip.fill_checksum();
                 udp(&mut f[34..42], &t, len - 34);
             }
             FrameKind::Ipv6Udp => {
-                f[12..14].copy_from_slice(&wire::ETHERTYPE_IPV6.to_be_bytes());
+                eth.set_ethertype(wire::ETHERTYPE_IPV6);
                 let ip = &mut f[14..54];
                 ip[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
                 ip[4..6].copy_from_slice(&((len - 54) as u16).to_be_bytes());
@@ -144,9 +148,7 @@ impl TestFrames {
                 ip[36..40].copy_from_slice(&t.dst_ip.to_be_bytes());
                 udp(&mut f[54..62], &t, len - 54);
             }
-            FrameKind::Raw => {
-                f[12..14].copy_from_slice(&RAW_ETHERTYPE.to_be_bytes());
-            }
+            FrameKind::Raw => eth.set_ethertype(RAW_ETHERTYPE),
         }
         let p = kind.payload_offset();
         f[p..p + 4].copy_from_slice(&MAGIC);
@@ -198,32 +200,52 @@ impl TestFrames {
             return Err(VerifyError::BadFlow(v.flow));
         }
         let n = self.build(v.kind, v.seq, v.flow, frame.len(), scratch);
+        Self::compare(frame, &mut scratch[..n], v.kind, echo_inc, skip)?;
+        Ok(v)
+    }
+
+    /// Compares a received `frame` with `expected`, the whole test frame of
+    /// kind `kind` that was sent, as [`TestFrames::build`] made it (or a
+    /// frame built from it): equal but for the echo byte, incremented by
+    /// `echo_inc`, and the bytes in `skip`, which are not compared.
+    /// `expected` is changed to what `frame` should be. The error gives the
+    /// first byte that differs (the shorter length if the lengths do).
+    #[inline]
+    pub fn compare(
+        frame: &[u8],
+        expected: &mut [u8],
+        kind: FrameKind,
+        echo_inc: u8,
+        skip: Option<std::ops::Range<usize>>,
+    ) -> Result<(), VerifyError> {
+        let n = expected.len();
         if n != frame.len() {
             return Err(VerifyError::Corrupt(n.min(frame.len())));
         }
-        let e = v.kind.echo_offset();
-        scratch[e] = scratch[e].wrapping_add(echo_inc);
+        let e = kind.echo_offset();
+        expected[e] = expected[e].wrapping_add(echo_inc);
         if let Some(r) = skip {
             let r = r.start.min(n)..r.end.min(n);
-            scratch[r.clone()].copy_from_slice(&frame[r]);
+            expected[r.clone()].copy_from_slice(&frame[r]);
         }
-        if frame != &scratch[..n] {
+        if frame != expected {
             let at = frame
                 .iter()
-                .zip(scratch.iter())
+                .zip(expected.iter())
                 .position(|(a, b)| a != b)
                 .unwrap_or(0);
             return Err(VerifyError::Corrupt(at));
         }
-        Ok(v)
+        Ok(())
     }
 }
 
 fn udp(h: &mut [u8], t: &FiveTuple, len: usize) {
-    h[0..2].copy_from_slice(&t.src_port.to_be_bytes());
-    h[2..4].copy_from_slice(&t.dst_port.to_be_bytes());
-    h[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-    h[6..8].fill(0); // no UDP checksum (allowed for IPv4; tests only for IPv6)
+    let mut udp = UdpPacket::new_unchecked(h);
+    udp.set_src_port(t.src_port);
+    udp.set_dst_port(t.dst_port);
+    udp.set_len(len as u16);
+    udp.set_checksum(0); // none (allowed for IPv4; tests only for IPv6)
 }
 
 #[cfg(test)]

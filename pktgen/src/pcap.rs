@@ -22,6 +22,7 @@ use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use netview::ipv4::{self, Ipv4Packet};
 use nic_emu::backend::pcap::pcapng_ns;
 use nic_emu::wire::{self, FrameError, FLIT, MAX_FRAME, MIN_FRAME};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
@@ -466,13 +467,15 @@ pub fn malformed_ipv4(frame: &[u8]) -> bool {
     if ty != Some(wire::ETHERTYPE_IPV4) {
         return false;
     }
-    let ip = at + 2;
-    let (Some(&first), Some(total)) = (frame.get(ip), be16(ip + 2)) else {
+    // Version, header length and total length: the first four bytes.
+    let Some(fields) = frame.get(at + 2..at + 6) else {
         // Too short to hold the fields: the NIC's delimiting refuses it.
         return false;
     };
-    let ihl = usize::from(first & 0x0f);
-    first >> 4 != 4 || ihl < 5 || ihl * 4 > usize::from(total)
+    let ip = Ipv4Packet::new_unchecked(fields);
+    ip.version() != 4
+        || ip.header_len() < ipv4::MIN_HEADER_LEN
+        || ip.header_len() > usize::from(ip.total_len())
 }
 
 impl ReplaySet {

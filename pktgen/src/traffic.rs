@@ -37,6 +37,9 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
+use netview::ipv4::Ipv4Packet;
+use netview::mix64;
+use netview::udp::UdpPacket;
 use nic_emu::testframe::{FrameKind, TestFrames, Verified, VerifyError};
 use nic_emu::wire::{self, FiveTuple, MAX_FRAME};
 use rand::seq::SliceRandom;
@@ -625,14 +628,13 @@ impl Traffic {
             .build(FrameKind::Ipv4Udp, seq, flow, self.frame_len(seq), out);
         if self.ranges.is_some() {
             let t = self.tuple(flow);
-            let ip = &mut out[14..34];
-            ip[12..16].copy_from_slice(&t.src_ip.to_be_bytes());
-            ip[16..20].copy_from_slice(&t.dst_ip.to_be_bytes());
-            ip[10..12].fill(0);
-            let c = wire::ipv4_checksum(ip);
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-            out[34..36].copy_from_slice(&t.src_port.to_be_bytes());
-            out[36..38].copy_from_slice(&t.dst_port.to_be_bytes());
+            let mut ip = Ipv4Packet::new_unchecked(&mut out[14..34]);
+            ip.set_src_addr(t.src_ip.into());
+            ip.set_dst_addr(t.dst_ip.into());
+            ip.fill_checksum();
+            let mut udp = UdpPacket::new_unchecked(&mut out[34..42]);
+            udp.set_src_port(t.src_port);
+            udp.set_dst_port(t.dst_port);
         }
         n
     }
@@ -656,27 +658,9 @@ impl Traffic {
             return Err(VerifyError::BadFlow(v.flow));
         }
         let n = self.build(v.seq, scratch);
-        if n != frame.len() {
-            return Err(VerifyError::Corrupt(n.min(frame.len())));
-        }
-        let e = FrameKind::Ipv4Udp.echo_offset();
-        scratch[e] = scratch[e].wrapping_add(echo_inc);
-        if let Some(r) = skip {
-            let r = r.start.min(n)..r.end.min(n);
-            scratch[r.clone()].copy_from_slice(&frame[r]);
-        }
-        match frame.iter().zip(&scratch[..n]).position(|(a, b)| a != b) {
-            Some(at) => Err(VerifyError::Corrupt(at)),
-            None => Ok(v),
-        }
+        TestFrames::compare(frame, &mut scratch[..n], v.kind, echo_inc, skip)?;
+        Ok(v)
     }
-}
-
-/// A well-mixed 64-bit hash (the SplitMix64 finaliser).
-fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]

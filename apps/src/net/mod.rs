@@ -1,51 +1,11 @@
-//! Checked views of the headers a network host reads and writes, one file
-//! per protocol, over plain byte slices (the pattern of smoltcp's `wire`
-//! module): `new_checked` validates every length once, after which field
-//! accessors cannot go out of bounds; malformed input is a [`ParseError`],
-//! never a panic. Nothing here allocates.
+//! Checked views of the headers a network host reads and writes (from
+//! `netview`, re-exported here under their old paths), the host logic that
+//! answers ARP, neighbour discovery and pings, and UDP reflection.
 
-pub mod arp;
-pub(crate) mod checksum;
-pub mod ethernet;
+pub(crate) use netview::checksum;
+pub use netview::{arp, ethernet, icmp, icmpv6, ipv4, ipv6, udp, ParseError};
 pub mod host;
-pub mod icmp;
-pub mod icmpv6;
-pub mod ipv4;
-pub mod ipv6;
 pub mod reflect;
-pub mod udp;
 
 #[cfg(test)]
 pub(crate) mod testing;
-
-/// Why a frame could not be parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ParseError {
-    /// The frame ends before a header or length field says it should.
-    #[error("frame truncated")]
-    Truncated,
-    /// The EtherType is not IPv4 (IPv6, ARP, VLAN-tagged, ...).
-    #[error("not an IPv4 frame")]
-    NotIpv4,
-    /// Wrong IP version or inconsistent header/total lengths.
-    #[error("malformed IPv4 header")]
-    BadIpv4Header,
-    /// Wrong IP version in an IPv6 header.
-    #[error("malformed IPv6 header")]
-    BadIpv6Header,
-    /// An ARP packet that does not map IPv4 addresses to Ethernet ones.
-    #[error("ARP packet not for IPv4 over Ethernet")]
-    BadArp,
-    /// An ICMP or ICMPv6 message with bad options or lengths.
-    #[error("malformed ICMP message")]
-    BadIcmp,
-    /// An IP fragment: the transport header is absent or incomplete.
-    #[error("IPv4 fragment")]
-    Fragment,
-    /// The IP payload is neither TCP nor UDP.
-    #[error("transport protocol is neither TCP nor UDP")]
-    UnsupportedProtocol,
-    /// UDP length below 8 or TCP data offset below 5.
-    #[error("malformed TCP/UDP header")]
-    BadL4Header,
-}

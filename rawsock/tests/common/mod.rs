@@ -8,6 +8,8 @@ use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use netview::checksum;
+
 /// Local experimental EtherType, marking frames the tests made.
 pub const TEST_ETHERTYPE: u16 = 0x88b5;
 
@@ -52,21 +54,9 @@ pub fn is_test_frame(f: &[u8]) -> bool {
     false
 }
 
-/// Internet checksum of `data`.
+/// Internet checksum of `data` (0 over a header whose checksum is right).
 pub fn ip_checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for chunk in data.chunks(2) {
-        let word = if chunk.len() == 2 {
-            u16::from_be_bytes([chunk[0], chunk[1]])
-        } else {
-            u16::from_be_bytes([chunk[0], 0])
-        };
-        sum += u32::from(word);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    checksum::fold(checksum::sum(0, data))
 }
 
 /// An Ethernet/IPv4/UDP frame with a valid IP header checksum and UDP

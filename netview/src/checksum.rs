@@ -3,7 +3,7 @@
 /// Adds `data` as big-endian 16-bit words to a running one's-complement sum
 /// (odd trailing byte padded with zero); the result is at most 0xFFFF.
 /// Fold it into a checksum with [`fold`].
-pub(crate) fn sum(acc: u32, data: &[u8]) -> u32 {
+pub fn sum(acc: u32, data: &[u8]) -> u32 {
     // Summing 32-bit words is the same modulo 0xFFFF (2^16 = 1 there), and
     // a 64-bit accumulator cannot overflow for any buffer that fits in
     // memory, so the carries are folded once at the end.
@@ -24,7 +24,7 @@ pub(crate) fn sum(acc: u32, data: &[u8]) -> u32 {
 
 /// Folds a running sum to 16 bits and complements it: the checksum field.
 #[inline]
-pub(crate) fn fold(mut acc: u32) -> u16 {
+pub fn fold(mut acc: u32) -> u16 {
     while acc > 0xFFFF {
         acc = (acc & 0xFFFF) + (acc >> 16);
     }
@@ -34,21 +34,33 @@ pub(crate) fn fold(mut acc: u32) -> u16 {
 /// The one's-complement change of replacing 32-bit field `old` by `new`
 /// (RFC 1624: `~m + m'`), to be applied to any checksum covering the field.
 #[inline]
-pub(crate) fn delta32(old: u32, new: u32) -> u32 {
+pub fn delta32(old: u32, new: u32) -> u32 {
     u32::from(!(old >> 16) as u16) + u32::from(!old as u16) + (new >> 16) + (new & 0xFFFF)
 }
 
 /// Applies a [`delta32`] to checksum `check` (RFC 1624, eqn. 3:
 /// HC' = ~(~HC + ~m + m')).
 #[inline]
-pub(crate) fn apply(check: u16, delta: u32) -> u16 {
+pub fn apply(check: u16, delta: u32) -> u16 {
     fold(u32::from(!check) + delta)
 }
 
 /// Updates checksum `check` after a 32-bit field changed from `old` to `new`.
 #[inline]
-pub(crate) fn adjust32(check: u16, old: u32, new: u32) -> u16 {
+pub fn adjust32(check: u16, old: u32, new: u32) -> u16 {
     apply(check, delta32(old, new))
+}
+
+/// The checksum of an IPv4 header (`header`: its bytes, options
+/// included), computed as if its checksum field (bytes 10 and 11) were
+/// zero, so a header can be checked or filled without clearing it first.
+pub fn ipv4_header_checksum(header: &[u8]) -> u16 {
+    let acc = sum(0, &header[..header.len().min(10)]);
+    let acc = match header.get(12..) {
+        Some(rest) => sum(acc, rest),
+        None => acc,
+    };
+    fold(acc)
 }
 
 #[cfg(test)]
@@ -80,6 +92,21 @@ mod tests {
             }
             assert_eq!(fold(sum(0, d)), fold(plain as u32), "len {len}");
         }
+    }
+
+    #[test]
+    fn ipv4_header_checksum_ignores_the_checksum_field() {
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_header_checksum(&h), 0xb861);
+        assert_eq!(ipv4_header_checksum(&h), fold(sum(0, &h)));
+        h[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
+        assert_eq!(ipv4_header_checksum(&h), 0xb861);
+        assert_eq!(fold(sum(0, &h)), 0);
+        // Shorter than a header: the words there are, as before.
+        assert_eq!(ipv4_header_checksum(&h[..11]), fold(sum(0, &h[..10])));
     }
 
     #[test]
