@@ -139,49 +139,58 @@ impl EnsoDriver {
             // An RX-only pipe: everything is consumed or dropped.
             return self.poll_rx(p, h);
         };
-        // Walk the batch once: runs of equal disposition, in order.
+        // Walk the batch once: runs of equal disposition, in order. A run
+        // ends after the flits of its last frame (padding and marker of the
+        // next frame excluded), and the loop does run bookkeeping only
+        // where the disposition changes.
         let mut runs = [(false, 0usize); 256];
         let mut nruns = 0;
         let (frames, total, err) = {
             let mut b = self.dev.recv(pipe)?;
             let total = b.len();
-            let mut frames = 0;
+            let mut frames = 0usize;
+            let mut bytes = 0u64;
+            // Frames forwarded, consumed, dropped.
+            let mut verdicts = [0u64; 3];
             let mut it = b.packets_mut();
-            let mut at = 0usize;
-            let mut run_fwd = true;
-            let mut run_len = 0usize;
             let base = it.base_addr();
+            let mut run_fwd = true;
+            let mut run_start = 0usize;
+            // Where the last frame walked ends (not rounded to a flit).
+            let mut end = 0usize;
             for pkt in it.by_ref() {
                 if nruns + 1 >= runs.len() {
                     // Too many alternations for one pass: the rest stays in
                     // the pipe for the next poll.
                     break;
                 }
+                let len = pkt.len();
+                let pkt_end = pkt.as_ptr() as usize - base + len;
                 let v = h.handle(pkt);
                 frames += 1;
-                self.stats.bytes += pkt.len() as u64;
+                bytes += len as u64;
+                verdicts[v as usize] += 1;
                 let fwd = v == Verdict::Forward;
-                match v {
-                    Verdict::Forward => self.stats.forwarded += 1,
-                    Verdict::Consume => self.stats.consumed += 1,
-                    Verdict::Drop => self.stats.dropped += 1,
+                if fwd != run_fwd {
+                    let at = end.next_multiple_of(enso_abi::wire::FLIT);
+                    if at > run_start {
+                        runs[nruns] = (run_fwd, at - run_start);
+                        nruns += 1;
+                        run_start = at;
+                    }
+                    run_fwd = fwd;
                 }
-                // Where this frame's flits end (padding and marker included).
-                let end = pkt.as_ptr() as usize + pkt.len() - base;
-                let end = end.next_multiple_of(enso_abi::wire::FLIT);
-                if fwd != run_fwd && run_len > 0 {
-                    runs[nruns] = (run_fwd, run_len);
-                    nruns += 1;
-                    run_len = 0;
-                }
-                run_fwd = fwd;
-                run_len += end - at;
-                at = end;
+                end = pkt_end;
             }
-            if run_len > 0 {
-                runs[nruns] = (run_fwd, run_len);
+            let at = end.next_multiple_of(enso_abi::wire::FLIT);
+            if at > run_start {
+                runs[nruns] = (run_fwd, at - run_start);
                 nruns += 1;
             }
+            self.stats.bytes += bytes;
+            self.stats.forwarded += verdicts[Verdict::Forward as usize];
+            self.stats.consumed += verdicts[Verdict::Consume as usize];
+            self.stats.dropped += verdicts[Verdict::Drop as usize];
             (frames, total, it.error())
         };
         if let Some(e) = err {

@@ -3,12 +3,24 @@
 use enso::app::{EnsoDriver, Verdict};
 use enso::Device;
 use enso_tests::*;
-use nic_emu::testframe::TestFrames;
+use nic_emu::testframe::{FrameKind, TestFrames};
 use nic_emu::{Engine, GeneratorConfig, SizeSpec};
 
 #[test]
 fn forwarded_and_dropped_frames_are_sent_and_freed_in_order() {
+    runs_of_forwarded_and_dropped(vec![FrameKind::Ipv4Udp]);
+}
+
+/// With opaque frames too, each behind a marker flit that belongs to its
+/// frame's run, not to the run before it.
+#[test]
+fn runs_keep_each_marker_flit_with_its_frame() {
+    runs_of_forwarded_and_dropped(vec![FrameKind::Ipv4Udp, FrameKind::Ipv6Udp, FrameKind::Raw]);
+}
+
+fn runs_of_forwarded_and_dropped(kinds: Vec<FrameKind>) {
     let g = GeneratorConfig {
+        kinds,
         count: Some(120_000),
         sizes: SizeSpec::Range(60, 400),
         flows: 8,
