@@ -20,27 +20,9 @@ use std::time::{Duration, Instant};
 
 use nic_emu::{DeviceConfig, Nic, RunOptions, WireConfig};
 
-/// Writes scapy's captures into `dir`; `false` (after saying why) when
-/// python3 or scapy is missing and this is not CI.
-fn scapy_captures(dir: &Path) -> bool {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/malformed/make_captures.py");
-    let why = match Command::new("python3").arg(&script).arg(dir).output() {
-        Err(e) => format!("python3 cannot be run ({e})"),
-        Ok(o) if o.status.success() => return true,
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            if !err.contains("No module named 'scapy'") {
-                panic!("{} failed: {err}", script.display());
-            }
-            "scapy is not installed (Debian: python3-scapy)".to_string()
-        }
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true and {why}");
-    }
-    eprintln!("skipping: {why}");
-    false
-}
+#[path = "../../tests/malformed/scapy.rs"]
+mod scapy;
+use scapy::scapy_captures;
 
 /// Runs `cmd` to its end, killing it (and failing) if it takes longer than
 /// `limit`.

@@ -1,0 +1,28 @@
+//! Shared by the tests that replay the captures `make_captures.py` writes
+//! (pktgen's, the pcap port's in-process and `nic-emu run`'s), each of
+//! which includes this file as a module.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Writes scapy's captures into `dir`; `false` (after saying why) when
+/// python3 or scapy is missing and this is not CI.
+pub fn scapy_captures(dir: &Path) -> bool {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/malformed/make_captures.py");
+    let why = match Command::new("python3").arg(&script).arg(dir).output() {
+        Err(e) => format!("python3 cannot be run ({e})"),
+        Ok(o) if o.status.success() => return true,
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            if !err.contains("No module named 'scapy'") {
+                panic!("{} failed: {err}", script.display());
+            }
+            "scapy is not installed (Debian: python3-scapy)".to_string()
+        }
+    };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true and {why}");
+    }
+    eprintln!("skipping: {why}");
+    false
+}
