@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use enso::app::{DriverError, PacketHandler, Verdict};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
-use enso_apps::echo::Echo;
+use enso_apps::echo::TestFrameEcho;
 use nic_emu::{
     DeviceConfig, GeneratorConfig, HostTuning, Nic, NotificationMode, RunOptions, SizeSpec, Stats,
     VerifyLevel, WireConfig,
@@ -279,7 +279,7 @@ impl Driver {
 #[derive(Debug)]
 pub enum Handler {
     /// Increment the echo byte and send the frame back.
-    Echo(Echo),
+    Echo(TestFrameEcho),
     /// Read it and free it.
     Touch(Touch),
 }
@@ -684,7 +684,7 @@ impl Rig {
             thread::sleep(Duration::from_micros(200));
         }
         let handler = match config.mode {
-            Mode::Echo => Handler::Echo(Echo::new()),
+            Mode::Echo => Handler::Echo(TestFrameEcho::default()),
             Mode::Rx => Handler::Touch(Touch::default()),
         };
         let mut rig = Rig {

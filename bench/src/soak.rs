@@ -16,7 +16,7 @@
 //!   a few flows bound to them.
 //!
 //! Each echoes every frame back out of the port it came from with the
-//! frame's echo byte incremented ([`enso_apps::echo::Echo`]), and the
+//! frame's echo byte incremented ([`enso_apps::echo::TestFrameEcho`]), and the
 //! generator checks every byte of what comes back, and that it comes back
 //! once. Frames that match no rule (IPv6, non-IP, unbound flows) go to the
 //! fallback pipes and queues of their port.
@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use enso::app::DriverError;
 use enso::{Device, DeviceOptions, EnsoDriver, FlowRule, PacketizedDriver, RxTxPipe};
-use enso_apps::echo::Echo;
+use enso_apps::echo::TestFrameEcho;
 use nic_emu::testframe::{FrameKind, TestFrames};
 use nic_emu::{
     DeviceConfig, GeneratorConfig, Nic, RunOptions, SizeSpec, Stats, VerifyLevel, WireConfig,
@@ -341,7 +341,7 @@ struct App {
     role: Role,
     id: u32,
     driver: Driver,
-    echo: Echo,
+    echo: TestFrameEcho,
     /// The flow rules of its pipes (a graceful detach removes them; the
     /// NIC removes a packetized application's with it).
     rules: Vec<(RxTxPipe, FlowRule)>,
@@ -414,7 +414,7 @@ impl App {
             role,
             id,
             driver,
-            echo: Echo::new(),
+            echo: TestFrameEcho::default(),
             rules,
         })
     }

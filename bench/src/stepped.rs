@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
-use enso_apps::echo::Echo;
+use enso_apps::echo::TestFrameEcho;
 use nic_emu::{
     DeviceConfig, Engine, GeneratorConfig, NotificationMode, SizeSpec, Stats, VerifyLevel,
     WireConfig,
@@ -107,7 +107,7 @@ pub struct Stepped {
     // Dropped in this order: the application, then the engine (which
     // removes the application's files), then the directory.
     driver: Driver,
-    echo: Echo,
+    echo: TestFrameEcho,
     engine: Engine,
     cfg: SteppedConfig,
     dir: PathBuf,
@@ -168,7 +168,7 @@ impl Stepped {
         };
         let mut s = Stepped {
             driver,
-            echo: Echo::new(),
+            echo: TestFrameEcho::default(),
             engine,
             cfg,
             dir,
