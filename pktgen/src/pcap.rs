@@ -1181,6 +1181,29 @@ mod tests {
         ));
     }
 
+    /// A seeded xorshift generator for the corruption tests.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// `good` with a few bytes flipped anywhere, and sometimes cut.
+    fn corrupted(good: &[u8], next: &mut impl FnMut() -> u64) -> Vec<u8> {
+        let mut b = good.to_vec();
+        for _ in 0..(next() % 6) {
+            let i = (next() % b.len() as u64) as usize;
+            b[i] = next() as u8;
+        }
+        if next().is_multiple_of(3) {
+            b.truncate((next() % b.len() as u64) as usize);
+        }
+        b
+    }
+
     #[test]
     fn never_panics_on_corrupt_pcapng() {
         let fs = frames(&[60, 300, 64, 1514], FrameKind::Ipv4Udp);
@@ -1189,22 +1212,9 @@ mod tests {
             .map(|f| (0, f.len() as u32, f.len() as u32, f.as_slice()))
             .collect();
         let good = pcapng_bytes(1, &recs);
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..500 {
-            let mut b = good.clone();
-            for _ in 0..(next() % 6) {
-                let i = (next() % b.len() as u64) as usize;
-                b[i] = next() as u8;
-            }
-            if next() % 3 == 0 {
-                b.truncate((next() % b.len() as u64) as usize);
-            }
+            let b = corrupted(&good, &mut next);
             for e in [
                 ReplaySet::from_reader(b.as_slice(), "fuzz").err(),
                 read_capture_from(b.as_slice(), "fuzz").err(),
@@ -1333,23 +1343,9 @@ mod tests {
     #[test]
     fn never_panics_on_corrupt_files() {
         let good = pcap_of(&frames(&[60, 300, 64, 1514, 90], FrameKind::Ipv4Udp));
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..300 {
-            let mut b = good.clone();
-            // Flip a few bytes anywhere, and sometimes cut the file.
-            for _ in 0..(next() % 6) {
-                let i = (next() % b.len() as u64) as usize;
-                b[i] = next() as u8;
-            }
-            if next() % 3 == 0 {
-                b.truncate((next() % b.len() as u64) as usize);
-            }
+            let b = corrupted(&good, &mut next);
             let _ = ReplaySet::from_reader(b.as_slice(), "fuzz");
             let _ = read_capture_from(b.as_slice(), "fuzz");
         }
