@@ -224,13 +224,7 @@ fn scapys_captures_are_sent_whole_or_refused_in_one_line() {
         return;
     }
     // Every file the script wrote has a case here, and the other way round.
-    let mut written: Vec<String> = std::fs::read_dir(&caps)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    written.sort();
-    let mut named: Vec<String> = cases().iter().map(|(n, _)| n.to_string()).collect();
-    named.sort();
+    let (written, named) = scapy::written_and_named(&caps, cases().iter().map(|(n, _)| *n));
     assert_eq!(written, named);
 
     // Port 0 cabled to itself, reachable by other processes.

@@ -2,6 +2,9 @@
 //! (pktgen's, the pcap port's in-process and `nic-emu run`'s), each of
 //! which includes this file as a module.
 
+// Not every including test uses every helper.
+#![allow(dead_code)]
+
 use std::path::Path;
 use std::process::Command;
 
@@ -25,4 +28,21 @@ pub fn scapy_captures(dir: &Path) -> bool {
     }
     eprintln!("skipping: {why}");
     false
+}
+
+/// The files in `dir` and the `names` a test has cases for, both sorted,
+/// for the test to assert equal: a case for every file, and the other way
+/// round.
+pub fn written_and_named<'a>(
+    dir: &Path,
+    names: impl Iterator<Item = &'a str>,
+) -> (Vec<String>, Vec<String>) {
+    let mut written: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut named: Vec<String> = names.map(str::to_string).collect();
+    named.sort();
+    (written, named)
 }

@@ -188,13 +188,7 @@ fn scapys_captures_are_replayed_counted_or_refused_in_one_line() {
     if !scapy_captures(&caps) {
         return;
     }
-    let mut written: Vec<String> = std::fs::read_dir(&caps)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    written.sort();
-    let mut named: Vec<String> = cases().iter().map(|(n, _)| n.to_string()).collect();
-    named.sort();
+    let (written, named) = scapy::written_and_named(&caps, cases().iter().map(|(n, _)| *n));
     assert_eq!(written, named, "a case for every file");
 
     for (name, want) in cases() {
