@@ -172,8 +172,10 @@ def main():
     with open(os.path.join(d, "frames.pcapng"), "rb") as f:
         write_raw(d, "truncated.pcapng", f.read()[:-30])
     # A pcapng whose interface is raw IPv4 (LINKTYPE_IPV4, 228), as scapy
-    # describes IP packets.
+    # describes IP packets. Set before the first write: scapy 2.5 writes
+    # Ethernet (1) into the interface block whatever the packets are.
     w = PcapNgWriter(os.path.join(d, "raw_ip.pcapng"))
+    w.linktype = 228
     for p in stamp([udp4(58, i) for i in range(2)]):
         w.write(p)
     w.close()
