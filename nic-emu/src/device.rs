@@ -288,7 +288,7 @@ impl Drop for Nic {
 }
 
 fn run_engine(
-    mut e: Engine,
+    e: Engine,
     rx: Receiver<Cmd>,
     stop: Arc<AtomicBool>,
     opts: RunOptions,
@@ -299,19 +299,101 @@ fn run_engine(
             eprintln!("nic-emu: could not pin the engine to core {c}; running unpinned");
         }
     }
-    let mut idle: u64 = 0;
-    let mut last_stats = std::time::Instant::now();
-    let mut n: u64 = 0;
-    loop {
-        let w = e.step();
-        n += 1;
-        if w == 0 {
-            idle += 1;
-        } else {
-            idle = 0;
+    let mut l = EngineLoop::new(e, rx, None, stop, opts, Some(stats_path));
+    while l.turn() {}
+    l.into_engine()
+}
+
+/// The engine thread's loop, one turn at a time: what [`Nic::start`]'s
+/// thread runs until the device stops, and what an instruction-count
+/// check runs on its own thread ([`EngineLoop::detached`]) so that the
+/// loop's own code is measured deterministically, not only
+/// [`Engine::step`].
+pub struct EngineLoop {
+    engine: Engine,
+    rx: Receiver<Cmd>,
+    /// Keeps a detached loop's command channel open (no one sends on it).
+    _tx: Option<Sender<Cmd>>,
+    stop: Arc<AtomicBool>,
+    opts: RunOptions,
+    /// Where the periodic counters go; `None`: nowhere.
+    stats_path: Option<PathBuf>,
+    /// Turns in a row that found no work.
+    idle: u64,
+    turns: u64,
+    last_stats: std::time::Instant,
+}
+
+impl std::fmt::Debug for EngineLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineLoop")
+            .field("turns", &self.turns)
+            .field("idle", &self.idle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineLoop {
+    fn new(
+        engine: Engine,
+        rx: Receiver<Cmd>,
+        tx: Option<Sender<Cmd>>,
+        stop: Arc<AtomicBool>,
+        opts: RunOptions,
+        stats_path: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            engine,
+            rx,
+            _tx: tx,
+            stop,
+            opts,
+            stats_path,
+            idle: 0,
+            turns: 0,
+            last_stats: std::time::Instant::now(),
         }
-        if w == 0 || n.is_multiple_of(64) {
-            while let Ok(cmd) = rx.try_recv() {
+    }
+
+    /// The loop of a device that no control thread feeds and that writes
+    /// no counters file, run by the caller's thread.
+    pub fn detached(engine: Engine, opts: RunOptions) -> Self {
+        let (tx, rx) = bounded::<Cmd>(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        Self::new(engine, rx, Some(tx), stop, opts, None)
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine, to attach applications to or change (detached loops).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// Turns that found no work, in a row.
+    pub fn idle_turns(&self) -> u64 {
+        self.idle
+    }
+
+    /// One turn: one engine step; when it found no work, and every 64th
+    /// turn, the control commands, the stop flag and the counters file;
+    /// then, after a turn without work, the idle wait. Returns `false`
+    /// once the device is to stop (its counters file written).
+    #[inline]
+    pub fn turn(&mut self) -> bool {
+        let w = self.engine.step();
+        self.turns += 1;
+        if w == 0 {
+            self.idle += 1;
+        } else {
+            self.idle = 0;
+        }
+        if w == 0 || self.turns.is_multiple_of(64) {
+            while let Ok(cmd) = self.rx.try_recv() {
+                let e = &mut self.engine;
                 match cmd {
                     Cmd::Attach(req, reply) => {
                         let _ = reply.send(e.attach(&req).map_err(|x| x.to_string()));
@@ -322,25 +404,35 @@ fn run_engine(
                     Cmd::Stats(reply) => {
                         let _ = reply.send(e.stats());
                     }
-                    Cmd::With(f) => f(&mut e),
+                    Cmd::With(f) => f(e),
                 }
             }
-            if stop.load(Ordering::Relaxed) {
-                write_stats(&e, &stats_path);
-                return e;
+            if self.stop.load(Ordering::Relaxed) {
+                if let Some(p) = &self.stats_path {
+                    write_stats(&self.engine, p);
+                }
+                return false;
             }
-            if last_stats.elapsed() >= opts.stats_interval {
-                write_stats(&e, &stats_path);
-                last_stats = std::time::Instant::now();
+            if self.last_stats.elapsed() >= self.opts.stats_interval {
+                if let Some(p) = &self.stats_path {
+                    write_stats(&self.engine, p);
+                }
+                self.last_stats = std::time::Instant::now();
             }
         }
-        if idle > 0 {
-            match opts.idle_sleep_after {
-                Some(k) if idle > k => std::thread::sleep(Duration::from_micros(50)),
-                _ if idle.is_multiple_of(256) => std::thread::yield_now(),
+        if self.idle > 0 {
+            match self.opts.idle_sleep_after {
+                Some(k) if self.idle > k => std::thread::sleep(Duration::from_micros(50)),
+                _ if self.idle.is_multiple_of(256) => std::thread::yield_now(),
                 _ => std::hint::spin_loop(),
             }
         }
+        true
+    }
+
+    /// The engine, once the loop is over.
+    pub fn into_engine(self) -> Engine {
+        self.engine
     }
 }
 
