@@ -62,6 +62,10 @@ pub struct WorkerConfig {
     pub window: u64,
     /// Pipes or queues.
     pub pipes: u32,
+    /// Drive the engine through the engine thread's loop
+    /// ([`SteppedConfig::engine_loop`]).
+    #[serde(default)]
+    pub engine_loop: bool,
 }
 
 /// What the worker prints (one JSON line).
@@ -82,6 +86,7 @@ pub fn worker_stepped(cfg: &WorkerConfig) -> SteppedConfig {
     s.window = cfg.window;
     s.pipes = cfg.pipes;
     s.steps_per_poll = 1;
+    s.engine_loop = cfg.engine_loop;
     s.notif_ring_entries = WORKER_NOTIF_RING;
     s
 }
@@ -104,6 +109,7 @@ pub fn warm_packets(interface: Interface, wire_size: usize, pipes: u32) -> u64 {
         burst: 32,
         window: 64,
         pipes,
+        engine_loop: false,
     });
     let per_pipe = match interface {
         Interface::Enso => {
@@ -595,7 +601,7 @@ pub fn run_under_cachegrind(
 
 /// The hidden subcommand's arguments for `cfg`.
 pub fn worker_args(cfg: &WorkerConfig) -> Vec<String> {
-    vec![
+    let mut v = vec![
         "cache-worker".into(),
         "--interface".into(),
         cfg.interface.name().into(),
@@ -609,7 +615,46 @@ pub fn worker_args(cfg: &WorkerConfig) -> Vec<String> {
         cfg.window.to_string(),
         "--pipes".into(),
         cfg.pipes.to_string(),
-    ]
+    ];
+    if cfg.engine_loop {
+        v.push("--engine-loop".into());
+    }
+    v
+}
+
+/// Runs the worker of `cfg` under cachegrind twice, the shorter run
+/// cycling twice through the pipe (or the buffer pool) first and the
+/// longer echoing `cfg.packets` more, and returns the per-packet
+/// difference. Profiles go to `tmp`; `done(n)` is called after each run
+/// with its packet count.
+pub fn measure_difference(
+    exe: &Path,
+    cfg: &WorkerConfig,
+    cache_opts: &[String],
+    tmp: &Path,
+    done: &mut dyn FnMut(u64),
+) -> Result<CacheResult, String> {
+    let i = cfg.interface;
+    let mut runs = Vec::new();
+    // The shorter run already cycles twice through the pipe (or the
+    // buffer pool), so the difference holds no first-touch misses.
+    let warm = warm_packets(i, cfg.wire_size, cfg.pipes);
+    for n in [warm, warm + cfg.packets] {
+        let run = WorkerConfig {
+            packets: n,
+            ..cfg.clone()
+        };
+        let tag = if cfg.engine_loop { ".loop" } else { "" };
+        let file = tmp.join(format!("cachegrind.{}{tag}.{n}.out", i.name()));
+        runs.push(run_under_cachegrind(exe, &run, cache_opts, &file)?);
+        done(n);
+    }
+    for (w, _) in &runs {
+        if w.drops > 0 {
+            return Err(format!("{i}: the NIC dropped {} frames", w.drops));
+        }
+    }
+    difference(i, cfg.wire_size, &runs[0], &runs[1])
 }
 
 /// The per-packet result from two runs of the same configuration with

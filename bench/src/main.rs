@@ -74,6 +74,10 @@ enum Command {
     /// both interfaces and ports, attach/detach churn, and every frame
     /// verified back or counted under a drop cause.
     Soak(cli::soak::SoakArgs),
+    /// The engine's instructions per echoed packet (cachegrind) against
+    /// the baseline in the repository; fails when one grew by more than the
+    /// tolerance (CI runs it).
+    CostCheck(cli::costcheck::CostCheckArgs),
     /// The stepped echo run `bench cache` profiles under cachegrind.
     #[command(hide = true)]
     CacheWorker(cli::cache::WorkerArgs),
@@ -220,6 +224,7 @@ impl Command {
             Command::Report(a) => cli::report::check(a),
             Command::All(a) => cli::all::check(a),
             Command::Soak(a) => cli::soak::check(a),
+            Command::CostCheck(a) => cli::costcheck::check(a),
             Command::CacheWorker(_) => Ok(()),
         }
     }
@@ -252,6 +257,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cli::report::run(&args),
         Command::All(args) => cli::all::run(&args),
         Command::Soak(args) => cli::soak::run(&args),
+        Command::CostCheck(args) => cli::costcheck::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,6 +10,12 @@
 //!
 //! [`Stepped::engine_phase`] and [`Stepped::app_phase`] are never inlined,
 //! so a profile attributes the two sides to separate functions.
+//!
+//! With [`SteppedConfig::engine_loop`] the engine is driven through the
+//! engine thread's own loop ([`EngineLoop::turn`]: its command and stop
+//! checks, its idle handling) until a turn finds no work, as a threaded
+//! engine catches up between the application's passes; the schedule stays
+//! explicit, so that loop's instructions are counted deterministically too.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,8 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use enso::{Device, DeviceOptions, EnsoDriver, PacketizedDriver};
 use enso_apps::echo::TestFrameEcho;
 use nic_emu::{
-    DeviceConfig, Engine, GeneratorConfig, NotificationMode, SizeSpec, Stats, VerifyLevel,
-    WireConfig,
+    DeviceConfig, Engine, EngineLoop, GeneratorConfig, NotificationMode, RunOptions, SizeSpec,
+    Stats, VerifyLevel, WireConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +48,12 @@ pub struct SteppedConfig {
     pub window: u64,
     /// Engine steps before each application pass.
     pub steps_per_poll: u32,
+    /// Drive the engine through the engine thread's loop, turning until a
+    /// turn finds no work (at most [`MAX_LOOP_TURNS`]), instead of
+    /// `steps_per_poll` steps; register writes are then looked at as a
+    /// threaded engine does (deferred while saturated, by flits written).
+    #[serde(default)]
+    pub engine_loop: bool,
     /// Ensō notification mode.
     pub notification_mode: NotificationMode,
     /// Bytes per pipe.
@@ -75,6 +87,7 @@ impl SteppedConfig {
             burst: 32,
             window: 256,
             steps_per_poll: 1,
+            engine_loop: false,
             notification_mode: NotificationMode::Reactive,
             pipe_size: 2 << 20,
             notif_ring_entries: d.notif_ring_entries,
@@ -99,6 +112,10 @@ impl SteppedConfig {
     }
 }
 
+/// Turns of the engine loop per application pass at most
+/// ([`SteppedConfig::engine_loop`]).
+pub const MAX_LOOP_TURNS: u32 = 10_000;
+
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 /// A stepped engine with an echo application attached.
@@ -108,7 +125,7 @@ pub struct Stepped {
     // removes the application's files), then the directory.
     driver: Driver,
     echo: TestFrameEcho,
-    engine: Engine,
+    nic: EngineLoop,
     cfg: SteppedConfig,
     dir: PathBuf,
 }
@@ -129,9 +146,14 @@ impl Stepped {
         dc.desc_fetch = cfg.desc_fetch;
         dc.desc_writeback = cfg.desc_writeback;
         // The rounds decide how far the NIC runs ahead of the application:
-        // it applies register writes in every step, and nothing depends on
-        // the clock, so runs are deterministic.
-        dc.tuning.register_poll_flits = 0;
+        // it applies register writes in every step (or, driven through its
+        // loop, after so many flits as a threaded engine does), and nothing
+        // depends on the clock, so runs are deterministic.
+        if cfg.engine_loop {
+            dc.tuning.register_poll_ns = u64::MAX;
+        } else {
+            dc.tuning.register_poll_flits = 0;
+        }
         // Nor on the time each choice takes.
         dc.tuning.evict_ahead_adaptive = false;
         let dir = dc.device_dir();
@@ -169,21 +191,30 @@ impl Stepped {
         let mut s = Stepped {
             driver,
             echo: TestFrameEcho::default(),
-            engine,
+            nic: EngineLoop::detached(
+                engine,
+                RunOptions {
+                    // Spin when idle, as the experiments' engines do, and
+                    // never look at the clock for the counters file.
+                    idle_sleep_after: None,
+                    stats_interval: std::time::Duration::MAX,
+                    ..Default::default()
+                },
+            ),
             cfg,
             dir,
         };
         for _ in 0..1000 {
-            if s.engine.stats().fallback_pipes >= s.cfg.pipes as usize {
+            if s.nic.engine().stats().fallback_pipes >= s.cfg.pipes as usize {
                 break;
             }
-            s.engine.run_until_idle(100);
+            s.nic.engine_mut().run_until_idle(100);
             s.app_phase()?;
         }
-        if s.engine.stats().fallback_pipes < s.cfg.pipes as usize {
+        if s.nic.engine().stats().fallback_pipes < s.cfg.pipes as usize {
             return Err("the NIC did not set up the application's pipes".into());
         }
-        s.engine.set_generators_paused(false);
+        s.nic.engine_mut().set_generators_paused(false);
         Ok(s)
     }
 
@@ -192,13 +223,25 @@ impl Stepped {
         &self.cfg
     }
 
-    /// The NIC's side of a round: `steps_per_poll` engine steps. Returns
-    /// the work done.
+    /// The NIC's side of a round: `steps_per_poll` engine steps, or the
+    /// engine loop's turns until one finds no work. Returns the work the
+    /// steps did, or the turns taken.
     #[inline(never)]
     pub fn engine_phase(&mut self) -> usize {
+        if self.cfg.engine_loop {
+            let mut turns = 0;
+            while turns < MAX_LOOP_TURNS {
+                self.nic.turn();
+                turns += 1;
+                if self.nic.idle_turns() > 0 {
+                    break;
+                }
+            }
+            return turns as usize;
+        }
         let mut w = 0;
         for _ in 0..self.cfg.steps_per_poll {
-            w += self.engine.step();
+            w += self.nic.engine_mut().step();
         }
         w
     }
@@ -234,7 +277,11 @@ impl Stepped {
 
     /// Frames returned to the generator so far.
     pub fn returned(&self) -> u64 {
-        self.engine.stats().generator(0).map_or(0, |g| g.returned)
+        self.nic
+            .engine()
+            .stats()
+            .generator(0)
+            .map_or(0, |g| g.returned)
     }
 
     /// Runs rounds until `packets` more frames have come back to the
@@ -258,7 +305,7 @@ impl Stepped {
                     if stalled > 64 {
                         return Err(format!(
                             "the echo datapath stalled: {:?}",
-                            self.engine.stats().drops()
+                            self.nic.engine().stats().drops()
                         ));
                     }
                 } else {
@@ -271,12 +318,12 @@ impl Stepped {
 
     /// The NIC's counters.
     pub fn stats(&self) -> Stats {
-        self.engine.stats()
+        self.nic.engine().stats()
     }
 
     /// Clears the NIC's PCIe counters.
     pub fn reset_pcie(&mut self) {
-        self.engine.reset_pcie();
+        self.nic.engine_mut().reset_pcie();
     }
 
     /// The application's device handle.
@@ -287,7 +334,7 @@ impl Stepped {
 
 impl Drop for Stepped {
     fn drop(&mut self) {
-        self.engine.cleanup();
+        self.nic.engine_mut().cleanup();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

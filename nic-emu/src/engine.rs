@@ -72,3 +72,19 @@ pub use attach::AttachError;
 pub use enso_abi::control::{AttachInfo, AttachRequest};
 pub use state::TraceEvent;
 pub use step::Engine;
+
+/// The cache-line instructions this CPU gives the engine, which choose
+/// some of its code paths (and so its instruction counts): `clflushopt`,
+/// `prefetchw`, non-temporal stores; e.g. `"clflushopt,prefetchw,nt"`.
+pub fn line_ops() -> String {
+    [
+        (evict::supported(), "clflushopt"),
+        (evict::prefetch_for_write_supported(), "prefetchw"),
+        (evict::non_temporal_supported(), "nt"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect::<Vec<_>>()
+    .join(",")
+}

@@ -91,6 +91,8 @@ pub(crate) struct WorkerArgs {
     window: u64,
     #[arg(long, default_value_t = 1)]
     pipes: u32,
+    #[arg(long)]
+    engine_loop: bool,
 }
 
 pub(crate) fn worker(args: &WorkerArgs) -> Result<(), String> {
@@ -101,6 +103,7 @@ pub(crate) fn worker(args: &WorkerArgs) -> Result<(), String> {
         burst: args.burst,
         window: args.window,
         pipes: args.pipes,
+        engine_loop: args.engine_loop,
     })?;
     print_json(&out)
 }
@@ -260,29 +263,22 @@ pub(crate) fn measure(
     let mut results = Vec::new();
     let outcome = (|| -> Result<(), String> {
         for &i in &interfaces {
-            let mut runs = Vec::new();
-            // The shorter run already cycles twice through the pipe (or the
-            // buffer pool), so the difference holds no first-touch misses.
-            let warm = cache::warm_packets(i, args.size, args.pipes);
-            for n in [warm, warm + args.packets] {
-                let cfg = WorkerConfig {
-                    interface: i,
-                    wire_size: args.size,
-                    packets: n,
-                    burst: args.burst as usize,
-                    window: args.window,
-                    pipes: args.pipes,
-                };
-                let file = tmp.join(format!("cachegrind.{}.{n}.out", i.name()));
-                runs.push(cache::run_under_cachegrind(&exe, &cfg, &cache_opts, &file)?);
-                progress.step(1, &format!("{i} {n} packets"));
-            }
-            for (w, _) in &runs {
-                if w.drops > 0 {
-                    return Err(format!("{i}: the NIC dropped {} frames", w.drops));
-                }
-            }
-            results.push(cache::difference(i, args.size, &runs[0], &runs[1])?);
+            let cfg = WorkerConfig {
+                interface: i,
+                wire_size: args.size,
+                packets: args.packets,
+                burst: args.burst as usize,
+                window: args.window,
+                pipes: args.pipes,
+                engine_loop: false,
+            };
+            results.push(cache::measure_difference(
+                &exe,
+                &cfg,
+                &cache_opts,
+                &tmp,
+                &mut |n| progress.step(1, &format!("{i} {n} packets")),
+            )?);
         }
         Ok(())
     })();

@@ -11,6 +11,7 @@ use nic_emu::PipeWriteMode;
 pub(crate) mod all;
 pub(crate) mod apps;
 pub(crate) mod cache;
+pub(crate) mod costcheck;
 pub(crate) mod echo;
 pub(crate) mod latency;
 pub(crate) mod pcie;
