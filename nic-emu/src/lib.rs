@@ -41,7 +41,7 @@ pub use config::{
     VerifyLevel, WireConfig,
 };
 pub use counters::{PipeWriteMode, Stats};
-pub use device::{Nic, NicControl, RunOptions};
+pub use device::{ControlCounters, ControlLimits, Nic, NicControl, RunOptions};
 pub use engine::{AttachInfo, AttachRequest, Clock, Engine};
 
 pub use enso_abi::{clock_resolution_ns, monotonic_ns};
