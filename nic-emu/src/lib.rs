@@ -31,6 +31,7 @@ pub mod counters;
 pub mod devdir;
 pub mod device;
 pub mod engine;
+pub mod outfile;
 pub mod port;
 pub mod spec;
 pub mod steering;
