@@ -6,15 +6,17 @@
 //! in the standalone `nic-emu` process; only how attach requests reach it
 //! differs.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
+use serde::{Deserialize, Serialize};
 
 use crate::config::DeviceConfig;
 use crate::counters::Stats;
@@ -43,6 +45,88 @@ pub struct RunOptions {
     pub idle_sleep_after: Option<u64>,
     /// How often to write `stats.json`.
     pub stats_interval: Duration,
+    /// What the control socket lets its clients hold.
+    pub control: ControlLimits,
+}
+
+/// What the control socket lets its clients (local processes, any of
+/// which may be broken or hostile) hold of the device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlLimits {
+    /// Connections served at once (each has a thread, and an attached
+    /// application holds its connection for as long as it is attached);
+    /// one more is answered with one error line and closed.
+    pub max_connections: usize,
+    /// How long a request may take to arrive whole: from the connection
+    /// (or its last answer) for a client that holds no attachment, and from
+    /// its first byte for one that does. An attached client that sends
+    /// nothing is how an attachment lives, and is never cut off.
+    pub request_timeout: Duration,
+    /// How long the engine may take to answer an attach, and the client to
+    /// take the answer. An attachment whose answer is not delivered (the
+    /// client went, or did not read it in time) is undone, as is one the
+    /// engine makes after the wait for it has ended.
+    pub answer_timeout: Duration,
+}
+
+impl Default for ControlLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            request_timeout: Duration::from_secs(5),
+            // Below the library's wait (`enso_abi::control::ATTACH_TIMEOUT`),
+            // so that a slow engine is an error line rather than silence.
+            answer_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What the control socket refused or undid.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlCounters {
+    /// Connections served.
+    pub connections: u64,
+    /// Connections refused because [`ControlLimits::max_connections`] were
+    /// open.
+    pub refused_busy: u64,
+    /// Connections closed because a request did not arrive whole within
+    /// [`ControlLimits::request_timeout`].
+    pub request_timeouts: u64,
+    /// Attachments undone because their answer could not be delivered.
+    pub undelivered: u64,
+    /// Attachments the engine made after the wait for its answer had ended
+    /// (the client was told it did not answer), undone.
+    pub late_undone: u64,
+}
+
+/// The counters behind [`ControlCounters`], shared by the control threads.
+#[derive(Debug, Default)]
+struct ControlCells {
+    connections: AtomicU64,
+    refused_busy: AtomicU64,
+    request_timeouts: AtomicU64,
+    undelivered: AtomicU64,
+    late_undone: AtomicU64,
+    /// Connections open now.
+    open: AtomicUsize,
+}
+
+impl ControlCells {
+    /// Counts one (statistics only: Relaxed, nothing is read because of
+    /// it).
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> ControlCounters {
+        ControlCounters {
+            connections: self.connections.load(Ordering::Relaxed),
+            refused_busy: self.refused_busy.load(Ordering::Relaxed),
+            request_timeouts: self.request_timeouts.load(Ordering::Relaxed),
+            undelivered: self.undelivered.load(Ordering::Relaxed),
+            late_undone: self.late_undone.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -52,6 +136,7 @@ impl Default for RunOptions {
             listen: false,
             idle_sleep_after: Some(20_000),
             stats_interval: Duration::from_millis(200),
+            control: ControlLimits::default(),
         }
     }
 }
@@ -62,6 +147,7 @@ pub struct Nic {
     stop: Arc<AtomicBool>,
     engine: Option<JoinHandle<Engine>>,
     listener: Option<JoinHandle<()>>,
+    control: Arc<ControlCells>,
     dir: PathBuf,
     name: String,
 }
@@ -81,6 +167,8 @@ pub struct NicControl {
     tx: Sender<Cmd>,
     /// The device's stop flag (set once, when it is stopped or dropped).
     stop: Arc<AtomicBool>,
+    /// The control socket's counters.
+    cells: Arc<ControlCells>,
 }
 
 impl std::fmt::Debug for NicControl {
@@ -93,12 +181,50 @@ const CMD_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl NicControl {
     pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+        self.attach_within(req, CMD_TIMEOUT)
+    }
+
+    /// Attaches, waiting at most `wait` for the engine. An attachment the
+    /// engine makes after that is undone: nobody would know it was made.
+    fn attach_within(&self, req: AttachRequest, wait: Duration) -> Result<AttachInfo, String> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::Attach(req, tx))
             .map_err(|_| "device stopped".to_string())?;
-        rx.recv_timeout(CMD_TIMEOUT)
-            .map_err(|_| "device did not answer".to_string())?
+        match rx.recv_timeout(wait) {
+            Ok(answer) => answer,
+            Err(_) => {
+                self.undo_late_attach(rx);
+                Err(format!(
+                    "device did not answer within {} ms",
+                    wait.as_millis()
+                ))
+            }
+        }
+    }
+
+    /// Undoes the attachment the engine makes, after all, for an attach
+    /// whose wait ended. The engine takes commands in the order they were
+    /// sent, so this one runs after that attach's: the answer, if any, is
+    /// in `rx` by then. Were the engine's queue still full after a whole
+    /// command wait, a thread waits for the answer instead.
+    fn undo_late_attach(&self, rx: Receiver<Result<AttachInfo, String>>) {
+        let cells = self.cells.clone();
+        let undo = Cmd::With(Box::new(move |e: &mut Engine| {
+            if let Ok(Ok(info)) = rx.try_recv() {
+                e.detach(info.app_id);
+                ControlCells::bump(&cells.late_undone);
+            }
+        }));
+        if let Err(crossbeam_channel::SendTimeoutError::Timeout(undo)) =
+            self.tx.send_timeout(undo, CMD_TIMEOUT)
+        {
+            // Only when the engine is wedged: a thread waits for room.
+            let tx = self.tx.clone();
+            let _ = std::thread::Builder::new()
+                .name("nic-emu-undo".into())
+                .spawn(move || tx.send(undo));
+        }
     }
 
     pub fn detach(&self, app_id: u32) -> bool {
@@ -146,6 +272,7 @@ impl Nic {
         let engine = Engine::new(cfg)?;
         let (tx, rx) = bounded::<Cmd>(64);
         let stop = Arc::new(AtomicBool::new(false));
+        let cells = Arc::new(ControlCells::default());
         // A device that does not start leaves no directory behind.
         let undo = |e: String| {
             crate::devdir::remove(&dir);
@@ -158,12 +285,14 @@ impl Nic {
             let ctl = NicControl {
                 tx: tx.clone(),
                 stop: stop.clone(),
+                cells: cells.clone(),
             };
             let stop2 = stop.clone();
+            let limits = opts.control.clone();
             Some(
                 std::thread::Builder::new()
                     .name(format!("{name}-control"))
-                    .spawn(move || serve(l, ctl, stop2))
+                    .spawn(move || serve(l, ctl, stop2, limits))
                     .map_err(|e| undo(e.to_string()))?,
             )
         } else {
@@ -180,6 +309,7 @@ impl Nic {
             stop,
             engine: Some(handle),
             listener,
+            control: cells,
             dir,
             name,
         })
@@ -189,7 +319,13 @@ impl Nic {
         NicControl {
             tx: self.tx.clone(),
             stop: self.stop.clone(),
+            cells: self.control.clone(),
         }
+    }
+
+    /// What the control socket refused or undid so far.
+    pub fn control_counters(&self) -> ControlCounters {
+        self.control.snapshot()
     }
 
     pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
@@ -445,14 +581,39 @@ fn write_stats(e: &Engine, path: &Path) {
     }
 }
 
-fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>) {
+fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>, limits: ControlLimits) {
+    let cells = ctl.cells.clone();
     while !stop.load(Ordering::Relaxed) {
         match l.accept() {
             Ok((s, _)) => {
-                let ctl = ctl.clone();
-                let _ = std::thread::Builder::new()
+                // Only this thread adds to `open`; a client's guard takes
+                // away. A count, nothing is read because of it: Relaxed.
+                if cells.open.load(Ordering::Relaxed) >= limits.max_connections {
+                    ControlCells::bump(&cells.refused_busy);
+                    refuse(
+                        &s,
+                        &format!(
+                            "device busy: {} control connections open, the most it serves",
+                            limits.max_connections
+                        ),
+                    );
+                    continue;
+                }
+                cells.open.fetch_add(1, Ordering::Relaxed);
+                let guard = OpenConnection(cells.clone());
+                let (ctl, limits) = (ctl.clone(), limits.clone());
+                let spawned = std::thread::Builder::new()
                     .name("nic-emu-client".into())
-                    .spawn(move || client(s, ctl));
+                    .stack_size(CLIENT_STACK)
+                    .spawn(move || {
+                        let _guard = guard;
+                        ControlCells::bump(&ctl.cells.connections);
+                        client(&s, &ctl, &limits);
+                    });
+                if spawned.is_err() {
+                    // The closure (and its guard and socket) was dropped.
+                    ControlCells::bump(&cells.refused_busy);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5))
@@ -462,37 +623,175 @@ fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Stack of a control connection's thread (it parses one short line and
+/// waits).
+const CLIENT_STACK: usize = 256 << 10;
+
+/// One open control connection; dropping it (the thread ended, or never
+/// started) frees its place.
+struct OpenConnection(Arc<ControlCells>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Answers a connection that is not served with one error line, without
+/// waiting: a new connection's send buffer is empty.
+fn refuse(s: &UnixStream, why: &str) {
+    let line = answer_line(&ControlResponse::Error(why.to_string()));
+    // SAFETY: `s` is an open socket and `line` a live buffer of the length
+    // given; MSG_DONTWAIT keeps it from blocking, MSG_NOSIGNAL from raising
+    // SIGPIPE if the client has gone.
+    let _ = unsafe {
+        libc::send(
+            s.as_raw_fd(),
+            line.as_ptr().cast(),
+            line.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+}
+
+fn answer_line(resp: &ControlResponse) -> Vec<u8> {
+    let mut out = serde_json::to_vec(resp).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// Sends `line` whole, within the socket's send timeout; false if the
+/// client has gone or did not take it in time. Never raises SIGPIPE (an
+/// application may embed the device and not ignore it).
+fn send_line(s: &UnixStream, mut line: &[u8]) -> bool {
+    while !line.is_empty() {
+        // SAFETY: as in `refuse`; the send blocks at most for the socket's
+        // send timeout.
+        let n = unsafe {
+            libc::send(
+                s.as_raw_fd(),
+                line.as_ptr().cast(),
+                line.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        line = &line[n as usize..];
+    }
+    true
+}
+
 /// Longest control request accepted (bytes, newline included).
-const MAX_REQUEST: u64 = 64 << 10;
+const MAX_REQUEST: usize = 64 << 10;
+
+/// What reading a request came to.
+enum Request {
+    /// A whole line, its newline included.
+    Line(Vec<u8>),
+    /// The client closed the connection (or it failed).
+    Closed,
+    /// More than [`MAX_REQUEST`] bytes without a newline.
+    TooLong,
+    /// No whole request within the request timeout.
+    TimedOut,
+}
+
+/// Reads the next request line from `s`. Bytes read past it stay in
+/// `pending` for the next call. `idle_ok`: the client holds an attachment,
+/// so it may send nothing for as long as it likes; the timeout starts at
+/// its first byte. Otherwise it starts now.
+fn read_request(
+    s: &UnixStream,
+    pending: &mut Vec<u8>,
+    idle_ok: bool,
+    timeout: Duration,
+) -> Request {
+    let mut deadline = (!idle_ok || !pending.is_empty()).then(|| Instant::now() + timeout);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(i) = pending.iter().position(|&b| b == b'\n') {
+            if i >= MAX_REQUEST {
+                return Request::TooLong;
+            }
+            let rest = pending.split_off(i + 1);
+            return Request::Line(std::mem::replace(pending, rest));
+        }
+        if pending.len() >= MAX_REQUEST {
+            return Request::TooLong;
+        }
+        let wait = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Request::TimedOut,
+            },
+        };
+        if s.set_read_timeout(wait).is_err() {
+            return Request::Closed;
+        }
+        match (&mut &*s).read(&mut chunk) {
+            Ok(0) => return Request::Closed,
+            Ok(n) => {
+                pending.extend_from_slice(&chunk[..n]);
+                deadline.get_or_insert_with(|| Instant::now() + timeout);
+            }
+            // The receive timeout ran out (the loop checks the deadline).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return Request::Closed,
+        }
+    }
+}
 
 /// One client connection: attach, then hold the attachment until the client
-/// closes the connection (or its process exits), then detach.
-fn client(s: UnixStream, ctl: NicControl) {
+/// closes the connection (or its process exits), then detach. A client
+/// that does not complete a request in time is told so and cut off; an
+/// attachment whose answer it does not take is undone.
+fn client(s: &UnixStream, ctl: &NicControl, limits: &ControlLimits) {
     let _ = s.set_nonblocking(false);
-    let mut w = match s.try_clone() {
-        Ok(w) => w,
-        Err(_) => return,
-    };
-    let mut r = BufReader::new(s);
-    let mut line = Vec::new();
+    if s.set_write_timeout(Some(limits.answer_timeout)).is_err() {
+        return;
+    }
+    let mut pending = Vec::new();
     let mut attached = Vec::new();
     loop {
-        line.clear();
         // A request is one short JSON line; a client that sends more without
         // a newline gets an error and is cut off, rather than growing this
         // buffer without bound. The line is read as bytes: one that is not
         // UTF-8 is a bad request like any other, not a broken connection.
-        let n = match (&mut r).take(MAX_REQUEST + 1).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let line = match read_request(
+            s,
+            &mut pending,
+            !attached.is_empty(),
+            limits.request_timeout,
+        ) {
+            Request::Line(l) => l,
+            Request::Closed => break,
+            Request::TooLong => {
+                let why = format!("request longer than {MAX_REQUEST} bytes");
+                send_line(s, &answer_line(&ControlResponse::Error(why)));
+                break;
+            }
+            Request::TimedOut => {
+                ControlCells::bump(&ctl.cells.request_timeouts);
+                let why = format!(
+                    "no complete request within {} ms; closing the connection",
+                    limits.request_timeout.as_millis()
+                );
+                send_line(s, &answer_line(&ControlResponse::Error(why)));
+                break;
+            }
         };
-        if n as u64 > MAX_REQUEST {
-            let resp = ControlResponse::Error(format!("request longer than {MAX_REQUEST} bytes"));
-            let mut out = serde_json::to_string(&resp).unwrap_or_default();
-            out.push('\n');
-            let _ = w.write_all(out.as_bytes());
-            break;
-        }
         let request = std::str::from_utf8(&line)
             .map_err(|e| format!("bad request: not UTF-8: {e}"))
             .and_then(|l| {
@@ -500,18 +799,22 @@ fn client(s: UnixStream, ctl: NicControl) {
                     .map_err(|e| format!("bad request: {e}"))
             });
         let resp = match request {
-            Ok(ControlRequest::Attach(req)) => match ctl.attach(req) {
-                Ok(info) => {
-                    attached.push(info.app_id);
-                    ControlResponse::Attached(info)
+            Ok(ControlRequest::Attach(req)) => {
+                match ctl.attach_within(req, limits.answer_timeout) {
+                    Ok(info) => {
+                        attached.push(info.app_id);
+                        ControlResponse::Attached(info)
+                    }
+                    Err(e) => ControlResponse::Error(e),
                 }
-                Err(e) => ControlResponse::Error(e),
-            },
+            }
             Err(e) => ControlResponse::Error(e),
         };
-        let mut out = serde_json::to_string(&resp).unwrap_or_default();
-        out.push('\n');
-        if w.write_all(out.as_bytes()).is_err() {
+        if !send_line(s, &answer_line(&resp)) {
+            // Nobody knows of the attachment it announced: undone below.
+            if matches!(resp, ControlResponse::Attached(_)) {
+                ControlCells::bump(&ctl.cells.undelivered);
+            }
             break;
         }
     }

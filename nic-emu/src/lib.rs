@@ -31,6 +31,7 @@ pub mod counters;
 pub mod devdir;
 pub mod device;
 pub mod engine;
+pub mod outfile;
 pub mod port;
 pub mod spec;
 pub mod steering;
@@ -41,7 +42,7 @@ pub use config::{
     VerifyLevel, WireConfig,
 };
 pub use counters::{PipeWriteMode, Stats};
-pub use device::{EngineLoop, Nic, NicControl, RunOptions};
+pub use device::{ControlCounters, ControlLimits, EngineLoop, Nic, NicControl, RunOptions};
 pub use engine::{AttachInfo, AttachRequest, Clock, Engine};
 
 pub use enso_abi::{clock_resolution_ns, monotonic_ns};

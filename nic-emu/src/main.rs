@@ -200,14 +200,31 @@ fn run(cli: Cli) -> Result<(), String> {
                     last = Instant::now();
                 }
             }
+            // What the control socket refused or undid: kept beside the
+            // engine's counters, which do not see the socket.
+            let control = nic.control_counters();
             let s = stop(nic)?;
             if json {
+                let mut v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
+                if let Some(m) = v.as_object_mut() {
+                    let c = serde_json::to_value(&control).map_err(|e| e.to_string())?;
+                    m.insert("control".into(), c);
+                }
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
                 );
             } else {
                 print_stats(&s);
+                println!(
+                    "  control socket: {} connections, {} refused (busy), {} cut off (no complete request), {} attachments undone ({} answers undelivered, {} answered too late)",
+                    control.connections,
+                    control.refused_busy,
+                    control.request_timeouts,
+                    control.undelivered + control.late_undone,
+                    control.undelivered,
+                    control.late_undone
+                );
             }
             Ok(())
         }

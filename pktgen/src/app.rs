@@ -146,8 +146,10 @@ fn file_error(path: &Path) -> impl FnOnce(io::Error) -> AppError + '_ {
     }
 }
 
+/// Creates an output file: never through a symbolic link, truncating only
+/// a regular file of ours ([`nic_emu::outfile::create`]).
 fn create(path: &Path) -> Result<BufWriter<File>, AppError> {
-    File::create(path)
+    nic_emu::outfile::create(path)
         .map(BufWriter::new)
         .map_err(file_error(path))
 }

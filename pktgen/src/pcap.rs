@@ -894,10 +894,11 @@ impl<W: Write> std::fmt::Debug for CaptureWriter<W> {
 }
 
 impl CaptureWriter<BufWriter<File>> {
-    /// Creates (or truncates) `path`.
+    /// Creates `path`, or truncates it if it is a regular file of ours
+    /// ([`nic_emu::outfile::create`]: never through a symbolic link).
     pub fn create(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
         let path = path.as_ref();
-        let f = File::create(path).map_err(|source| CaptureError::Create {
+        let f = nic_emu::outfile::create(path).map_err(|source| CaptureError::Create {
             path: path.into(),
             source,
         })?;

@@ -164,11 +164,15 @@ impl Report {
             .unwrap_or_else(|e| unreachable!("a report always serialises: {e}"))
     }
 
-    /// Writes the JSON to `path`.
+    /// Writes the JSON to `path` (never through a symbolic link:
+    /// [`nic_emu::outfile::create`]).
     pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
         let mut json = self.to_json();
         json.push('\n');
-        std::fs::write(path, json)
+        io::Write::write_all(
+            &mut nic_emu::outfile::create(path.as_ref())?,
+            json.as_bytes(),
+        )
     }
 
     /// Reads a report back.

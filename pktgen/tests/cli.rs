@@ -798,3 +798,59 @@ fn rtt_on_a_mixed_ipv4_ipv6_pcap_is_refused_at_an_offset_that_breaks_ipv6() {
         "{m}"
     );
 }
+
+/// The process's umask, read without changing it.
+fn umask() -> u32 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let l = s.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(l["Umask:".len()..].trim(), 8).unwrap()
+}
+
+#[test]
+fn outputs_are_never_written_through_a_symlink_and_are_made_0644() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("precious");
+    std::fs::write(&target, b"keep me").unwrap();
+    for flag in [
+        "--capture",
+        "--save",
+        "--save-detailed",
+        "--rtt-hist",
+        "--json",
+    ] {
+        let link = dir.path().join(format!("planted{flag}"));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let m = one_line_error(&["--in-process", "--count", "10", flag, s(&link)]);
+        assert!(
+            m.contains(s(&link)) && m.contains("symbolic link"),
+            "{flag}: {m}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me", "{flag}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    // What it makes is 0644 (less the umask), not 0666.
+    let cap = dir.path().join("out.pcap");
+    let csv = dir.path().join("out.csv");
+    let out = pktgen(&[
+        "--in-process",
+        "--count",
+        "10",
+        "--capture",
+        s(&cap),
+        "--save",
+        s(&csv),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in [&cap, &csv] {
+        let mode = std::fs::metadata(p).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o644 & !umask(), "{}", p.display());
+    }
+}

@@ -193,7 +193,7 @@ pub fn pcap_writer(
 ) -> Result<(FrameQueue, IoThread, Arc<IoCounters>), String> {
     use std::io::Write;
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let file = std::fs::File::create(path).map_err(|e| err(&e))?;
+    let file = crate::outfile::create(path).map_err(|e| err(&e))?;
     // Written here rather than with pcap-file's writer, which cannot flush
     // without giving the file up: the file is a 24-byte header (nanosecond
     // magic, version 2.4, Ethernet), then per frame a 16-byte record

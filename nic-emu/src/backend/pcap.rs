@@ -316,13 +316,29 @@ struct Replay {
 }
 
 impl Replay {
-    fn new(cap: Capture, loops: Option<u64>, rate: ReplayRate) -> Self {
+    /// The schedule of `cap` (read from `file`); at the original pace, one
+    /// whose pass does not fit in u64 ns is refused (a capture with bogus
+    /// stamps, say 0 and then 2^63 ns), rather than wrapping.
+    fn new(
+        file: &Path,
+        cap: Capture,
+        loops: Option<u64>,
+        rate: ReplayRate,
+    ) -> Result<Self, String> {
         let n = cap.len();
         let (first, last) = (cap.frame(0).1, cap.frame(n - 1).1);
         let span = last.saturating_sub(first);
         // A pass lasts from the first frame to one mean gap after the last.
         let gap = if n > 1 { span / (n as u64 - 1) } else { 1_000 };
-        Self {
+        let span_ns = span.checked_add(gap.max(1));
+        if span_ns.is_none() && matches!(rate, ReplayRate::Original(_)) {
+            return Err(format!(
+                "{}: records 1 to {n} are stamped {first} to {last} ns: a pass at rate=original \
+                 would last more than 2^64 ns (use rate=max, a packet rate or a bit rate)",
+                file.display()
+            ));
+        }
+        Ok(Self {
             cap,
             loops,
             rate,
@@ -330,27 +346,37 @@ impl Replay {
             next: 0,
             loop_no: 0,
             sent: 0,
-            span_ns: span + gap.max(1),
+            // Not read at other rates.
+            span_ns: span_ns.unwrap_or(u64::MAX),
             due_bits_ns: 0.0,
-        }
+        })
     }
 
     fn finished(&self) -> bool {
         self.loops.is_some_and(|l| self.loop_no >= l)
     }
 
-    /// When frame `next` of pass `loop_no` is due (ns of the clock).
-    fn due(&self, start: u64) -> u64 {
+    /// When frame `next` of pass `loop_no` is due (ns of the clock); None
+    /// if after the clock's end (u64 ns): never, rather than wrapped to a
+    /// time already past.
+    fn due(&self, start: u64) -> Option<u64> {
+        let after = |ns: f64| {
+            // 2^64: the first float no u64 holds (a cast would saturate).
+            const END: f64 = 18_446_744_073_709_551_616.0;
+            (ns < END)
+                .then_some(ns as u64)
+                .and_then(|d| start.checked_add(d))
+        };
         match self.rate {
-            ReplayRate::Max => 0,
+            ReplayRate::Max => Some(0),
             ReplayRate::Original(k) => {
                 let t0 = self.cap.frame(0).1;
                 let at = self.loop_no as f64 * self.span_ns as f64
                     + self.cap.frame(self.next).1.saturating_sub(t0) as f64;
-                start + (at / k) as u64
+                after(at / k)
             }
-            ReplayRate::Pps(pps) => start + (self.sent as f64 * 1e9 / pps) as u64,
-            ReplayRate::Bps(_) => start + self.due_bits_ns as u64,
+            ReplayRate::Pps(pps) => after(self.sent as f64 * 1e9 / pps),
+            ReplayRate::Bps(_) => after(self.due_bits_ns),
         }
     }
 
@@ -388,7 +414,7 @@ impl PcapPort {
                 if cap.is_empty() {
                     return Err(format!("{}: holds no frames", f.display()));
                 }
-                Some(Replay::new(cap, w.loops, w.rate))
+                Some(Replay::new(f, cap, w.loops, w.rate)?)
             }
             None => None,
         };
@@ -437,7 +463,7 @@ impl Backend for PcapPort {
         let Some(start) = r.start else { return 0 };
         let mut n = 0;
         while n < budget && !r.finished() {
-            if r.due(start) > now {
+            if r.due(start).is_none_or(|d| d > now) {
                 break;
             }
             let (f, _) = r.cap.frame(r.next);
@@ -580,5 +606,62 @@ mod tests {
                 path.display()
             )
         );
+    }
+
+    /// Frames `receive` delivers at each of `times` (ns).
+    fn delivered_at(port: &mut PcapPort, times: &[u64]) -> Vec<usize> {
+        times
+            .iter()
+            .map(|&now| port.receive(now, 1 << 20, &mut |_| {}))
+            .collect()
+    }
+
+    #[test]
+    fn timestamps_too_far_apart_for_the_schedule_are_one_error_or_replayed_sanely() {
+        let f = [0u8; 60];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("far.pcapng");
+        // Nanosecond stamps (if_tsresol 9): 0, then 2^63 ns and beyond.
+        let ns = [9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0];
+        let far = 1u64 << 63;
+        let wire = |rate: &str| {
+            PcapWire::parse(&format!("rx={},loop=2,rate={rate}", path.display())).unwrap()
+        };
+        // Two frames 2^63 ns apart: a pass (the span and one mean gap
+        // after it) is 2^64 ns, which no schedule in ns holds.
+        std::fs::write(&path, pcapng(1, &ns, &[(0, &f), (far, &f)])).unwrap();
+        let e = PcapPort::open(&wire("original")).expect_err("an unrepresentable schedule");
+        assert!(e.starts_with(&format!("{}: ", path.display())), "{e}");
+        assert!(e.contains("rate=original"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        // The same file at a rate that does not read the stamps replays.
+        let mut port = PcapPort::open(&wire("max")).unwrap();
+        port.start(5);
+        assert_eq!(delivered_at(&mut port, &[5, 6]), [4, 0]);
+        assert!(port.finished());
+        // Stamps that leave a representable pass whose frames fall due far
+        // off (and, sped down, past the clock's end): the first frame of
+        // each pass on time, the rest never early, no overflow.
+        std::fs::write(&path, pcapng(1, &ns, &[(0, &f), (far / 2, &f), (far, &f)])).unwrap();
+        for rate in ["original", "original*0.000001"] {
+            let mut port = PcapPort::open(&wire(rate)).unwrap();
+            port.start(u64::MAX - 10);
+            assert_eq!(
+                delivered_at(&mut port, &[u64::MAX - 10, u64::MAX - 1, u64::MAX]),
+                [1, 0, 0],
+                "{rate}"
+            );
+            assert!(!port.finished(), "{rate}");
+        }
+        // Packet and bit rates near the clock's end do not wrap either.
+        for rate in ["1pps", "1kbps"] {
+            let mut port = PcapPort::open(&wire(rate)).unwrap();
+            port.start(u64::MAX - 10);
+            assert_eq!(
+                delivered_at(&mut port, &[u64::MAX - 10, u64::MAX]),
+                [1, 0],
+                "{rate}"
+            );
+        }
     }
 }
