@@ -400,7 +400,9 @@ impl TxNotification {
         self.signal.store(signal::DATA, Ordering::Relaxed);
     }
 
-    /// Software: fills this slot with configuration `id`; published as
+    /// Software: fills this slot with configuration `id` (its arguments
+    /// in `args[..TX_STATUS_ARG]`; the status is set to
+    /// [`config::status::PENDING`]); published as
     /// [`TxNotification::fill_data`].
     #[inline]
     pub fn fill_config(&self, id: u32, args: [u64; 5], port: u32) {
@@ -409,7 +411,25 @@ impl TxNotification {
         for (a, v) in self.args.iter().zip(args) {
             a.store(v, Ordering::Relaxed);
         }
+        self.args[TX_STATUS_ARG].store(config::status::PENDING, Ordering::Relaxed);
         self.signal.store(signal::CONFIG, Ordering::Relaxed);
+    }
+
+    /// NIC: completes a configuration notification with its answer
+    /// (`config::status`), visible to software at `visible_ns`.
+    #[inline]
+    pub fn complete_config(&self, status: u64, visible_ns: Option<u64>) {
+        // Published by the Release store of `signal` in `complete` (SYNC
+        // POINT D).
+        self.args[TX_STATUS_ARG].store(status, Ordering::Relaxed);
+        self.complete(visible_ns);
+    }
+
+    /// Software: the NIC's answer to the configuration in this slot, once
+    /// [`TxNotification::completed`] (SYNC POINT D, Acquire) said so.
+    #[inline]
+    pub fn config_status(&self) -> u64 {
+        self.args[TX_STATUS_ARG].load(Ordering::Relaxed)
     }
 
     /// NIC: reads a slot between its TX head and the last TX tail software
@@ -471,6 +491,10 @@ const _: () = assert!(size_of::<TxNotification>() == NOTIF_SLOT);
 /// Index in `TxNotification::args` of the completion's visibility time.
 pub const TX_VISIBLE_ARG: usize = 4;
 
+/// The argument of a configuration notification in which the NIC answers
+/// ([`config::status`]).
+pub const TX_STATUS_ARG: usize = 3;
+
 /// A pipe's buffer offset is page aligned; the low 12 bits of the
 /// `rx_mem_low` register carry the port the pipe receives from (bits 0..8)
 /// and flags.
@@ -507,6 +531,32 @@ pub mod config {
     pub const FALLBACK: u32 = 4;
     /// Remove a flow binding: arguments as FLOW_BIND.
     pub const FLOW_UNBIND: u32 = 5;
+
+    /// The NIC's answer to a configuration notification, which it stores
+    /// in the slot's `args[TX_STATUS_ARG]` before completing it (the
+    /// completion's Release store publishes it, SYNC POINT D). Software
+    /// fills the slot with [`status::PENDING`] there; a data notification
+    /// carries no status, so the data path pays nothing.
+    ///
+    /// [`TX_STATUS_ARG`]: super::TX_STATUS_ARG
+    pub mod status {
+        /// Not answered (what software writes; a NIC never completes a
+        /// configuration with it).
+        pub const PENDING: u64 = u64::MAX;
+        /// Done.
+        pub const APPLIED: u64 = 0;
+        /// An argument out of range, an unknown configuration, or a pipe
+        /// or queue that is not the application's own or not enabled.
+        pub const BAD_ARGUMENT: u64 = 1;
+        /// The flow table has no free slot for the rule's flow.
+        pub const TABLE_FULL: u64 = 2;
+        /// The application holds as many flow rules as one may.
+        pub const QUOTA: u64 = 3;
+        /// The rule belongs to another application.
+        pub const NOT_OWNER: u64 = 4;
+        /// No such rule to remove.
+        pub const NOT_BOUND: u64 = 5;
+    }
 
     pub const FALLBACK_ADD: u64 = 1;
     pub const FALLBACK_REMOVE: u64 = 2;

@@ -72,6 +72,18 @@ extern "C" {
 #define ENSO_ERR_GONE (-18)
 /* A bug in the library; close the device (it refuses further calls). */
 #define ENSO_ERR_INTERNAL (-19)
+/* The NIC's answers to configuration calls (bind, unbind, fallback,
+ * timestamping, rate limits), which wait for the NIC's answer: */
+/* refused: an argument out of range, or a pipe not enabled; */
+#define ENSO_ERR_REFUSED (-40)
+/* the flow table has no room for the flow (the rule is not installed); */
+#define ENSO_ERR_TABLE_FULL (-41)
+/* the application holds as many rules as the NIC allows one (2048); */
+#define ENSO_ERR_QUOTA (-42)
+/* the flow's rule belongs to another application; */
+#define ENSO_ERR_NOT_OWNER (-43)
+/* no rule is bound for the flow (unbind). */
+#define ENSO_ERR_NOT_BOUND (-44)
 
 /* An attachment to a device (opaque). */
 typedef struct EnsoDevice enso_device_t;

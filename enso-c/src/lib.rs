@@ -76,6 +76,17 @@ pub const ENSO_ERR_STALLED: c_int = -17;
 pub const ENSO_ERR_GONE: c_int = -18;
 /// A bug in the library (a caught panic); close the device.
 pub const ENSO_ERR_INTERNAL: c_int = -19;
+// The NIC's answers to configuration calls, -40 and down.
+/// The NIC refused the configuration (bad argument, pipe not enabled).
+pub const ENSO_ERR_REFUSED: c_int = -40;
+/// The NIC's flow table has no room for the flow.
+pub const ENSO_ERR_TABLE_FULL: c_int = -41;
+/// The application holds as many flow rules as the NIC allows one.
+pub const ENSO_ERR_QUOTA: c_int = -42;
+/// The flow's rule belongs to another application.
+pub const ENSO_ERR_NOT_OWNER: c_int = -43;
+/// No rule is bound for the flow.
+pub const ENSO_ERR_NOT_BOUND: c_int = -44;
 
 /// The first TX pipe handle; RX and RX/TX handles are below it.
 pub const TX_HANDLE_BASE: c_int = 0x10000;
@@ -220,6 +231,7 @@ impl Code for AllocError {
             AllocError::NoPort(_) => ENSO_ERR_NO_PORT,
             AllocError::NoMemory => ENSO_ERR_NO_MEMORY,
             AllocError::Map(_) => ENSO_ERR_IO,
+            AllocError::Refused(_) => ENSO_ERR_REFUSED,
             AllocError::Device(d) => d.code(),
         }
     }
@@ -266,6 +278,11 @@ impl Code for ConfigError {
             ConfigError::ForeignPipe => ENSO_ERR_BAD_HANDLE,
             ConfigError::BadValue => ENSO_ERR_INVALID,
             ConfigError::Device(d) => d.code(),
+            ConfigError::Refused => ENSO_ERR_REFUSED,
+            ConfigError::TableFull => ENSO_ERR_TABLE_FULL,
+            ConfigError::QuotaReached(_) => ENSO_ERR_QUOTA,
+            ConfigError::NotOwner => ENSO_ERR_NOT_OWNER,
+            ConfigError::NotBound => ENSO_ERR_NOT_BOUND,
         }
     }
 }
@@ -474,6 +491,13 @@ pub extern "C" fn enso_strerror(code: c_int) -> *const c_char {
         ENSO_ERR_STALLED => c"the device stalled",
         ENSO_ERR_GONE => c"the device is gone (stopped, or its process exited)",
         ENSO_ERR_INTERNAL => c"internal error in the library; close the device",
+        ENSO_ERR_REFUSED => {
+            c"the NIC refused the configuration (bad argument, or a pipe not enabled)"
+        }
+        ENSO_ERR_TABLE_FULL => c"the NIC's flow table has no room for this flow",
+        ENSO_ERR_QUOTA => c"flow rule quota reached (the NIC gives one application 2048 rules)",
+        ENSO_ERR_NOT_OWNER => c"the flow's rule belongs to another application",
+        ENSO_ERR_NOT_BOUND => c"no rule is bound for this flow",
         _ => c"unknown error code",
     };
     s.as_ptr()

@@ -33,6 +33,7 @@ mod test_support;
 mod tx;
 
 pub use attach::DeviceOptions;
+pub use config::MAX_FLOW_RULES;
 
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;
@@ -171,6 +172,9 @@ struct TxPipeSw {
 enum TxRecord {
     #[default]
     None,
+    /// A configuration notification: its completion is no send's, and
+    /// is not counted among them.
+    Config,
     RxTx {
         pipe: u32,
         flits: u32,

@@ -44,6 +44,19 @@ pub enum AllocError {
     /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The NIC refused to make the new pipe or queue a fallback one (it
+    /// stays allocated and enabled).
+    #[error("the NIC refused the fallback entry: {0}")]
+    Refused(String),
+}
+
+impl From<ConfigError> for AllocError {
+    fn from(e: ConfigError) -> Self {
+        match e {
+            ConfigError::Device(d) => AllocError::Device(d),
+            e => AllocError::Refused(e.to_string()),
+        }
+    }
 }
 
 /// The device stopped taking register writes or completing notifications,
@@ -145,7 +158,8 @@ pub enum RecvError {
     Device(#[from] DeviceError),
 }
 
-/// A configuration request failed before reaching the NIC.
+/// A configuration call failed: before reaching the NIC (a foreign pipe,
+/// a value out of range, the device gone), or refused by it (the reason).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// The pipe (or queue) belongs to another device handle.
@@ -157,6 +171,25 @@ pub enum ConfigError {
     /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The NIC refused it: an argument out of range, an unknown
+    /// configuration, or a pipe or queue that is not enabled.
+    #[error("the NIC refused the configuration (bad argument, or a pipe not enabled)")]
+    Refused,
+    /// The NIC's flow table has no free slot for this flow (the rule was
+    /// not installed).
+    #[error("the NIC's flow table has no room for this flow")]
+    TableFull,
+    /// This application already holds as many flow rules as the NIC gives
+    /// one application (the rule was not installed).
+    #[error("flow rule quota reached: the NIC gives one application at most {0} rules")]
+    QuotaReached(u32),
+    /// The flow's rule belongs to another application: it is neither
+    /// replaced nor removed.
+    #[error("the flow's rule belongs to another application")]
+    NotOwner,
+    /// No rule for this flow to remove.
+    #[error("no rule is bound for this flow")]
+    NotBound,
 }
 
 /// Any error of the library. Every per-operation error converts into it

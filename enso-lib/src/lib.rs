@@ -192,7 +192,9 @@ pub mod socket;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{Packets, PacketsMut, RxBatch};
-pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
+pub use device::{
+    Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe, MAX_FLOW_RULES,
+};
 pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;
 pub use packetized::{Mbuf, QueueId, QueueStats};

@@ -69,6 +69,7 @@ mod tx;
 
 pub use crate::clock::Clock;
 pub use attach::AttachError;
+pub use config_notif::MAX_RULES_PER_APP;
 pub use enso_abi::control::{AttachInfo, AttachRequest};
 pub use state::TraceEvent;
 pub use step::Engine;

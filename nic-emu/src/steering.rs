@@ -15,10 +15,17 @@ use crate::wire::{hash_tuple, FiveTuple, SteerKey, PROTO_TCP, PROTO_UDP};
 /// Entries in the flow table (as on the real NIC).
 pub const FLOW_TABLE_SIZE: usize = 8192;
 
+/// Slots a rule may lie from its hash's slot at most: a lookup, hit or
+/// miss, reads at most this many, however full the table is (as a
+/// hardware table reads a fixed number of ways), so no application's
+/// rules make another's lookups slower. A bind whose window is full fails
+/// with [`BindError::Full`].
+pub const MAX_PROBE: usize = 32;
+
 /// Why a rule could not be installed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BindError {
-    #[error("flow table full")]
+    #[error("flow table full (no free slot within the flow's probe window)")]
     Full,
 }
 
@@ -30,8 +37,9 @@ struct Slot {
     target: u32,
 }
 
-/// A fixed-size open-addressing table (linear probing with tombstone-free
-/// backward-shift deletion).
+/// A fixed-size open-addressing table (linear probing bounded to
+/// [`MAX_PROBE`] slots, with tombstone-free backward-shift deletion, which
+/// never moves a rule out of its window).
 #[derive(Debug)]
 pub struct FlowTable {
     slots: Box<[Slot]>,
@@ -120,14 +128,13 @@ impl FlowTable {
     pub fn bind(&mut self, port: u16, rule: &FiveTuple, pipe: u32) -> Result<(), BindError> {
         self.version += 1;
         let key = rule_key(rule);
-        let mut i = slot_hash(&key, port) & Self::MASK;
-        loop {
-            let s = &mut self.slots[i];
+        let home = slot_hash(&key, port) & Self::MASK;
+        // Rules of a window are contiguous from its first slot (binds
+        // take the first free slot; removals shift back): the first free
+        // slot ends the search for the rule.
+        for d in 0..MAX_PROBE {
+            let s = &mut self.slots[(home + d) & Self::MASK];
             if s.target == 0 {
-                // Keep one slot free so probes always end.
-                if self.len + 1 >= FLOW_TABLE_SIZE {
-                    return Err(BindError::Full);
-                }
                 *s = Slot {
                     key,
                     port,
@@ -140,8 +147,8 @@ impl FlowTable {
                 s.target = pipe + 1;
                 return Ok(());
             }
-            i = (i + 1) & Self::MASK;
         }
+        Err(BindError::Full)
     }
 
     /// The pipe the rule for `rule` points to, if there is one.
@@ -153,8 +160,9 @@ impl FlowTable {
     pub fn unbind(&mut self, port: u16, rule: &FiveTuple) -> Option<u32> {
         self.version += 1;
         let key = rule_key(rule);
-        let mut i = slot_hash(&key, port) & Self::MASK;
-        loop {
+        let home = slot_hash(&key, port) & Self::MASK;
+        for d in 0..MAX_PROBE {
+            let i = (home + d) & Self::MASK;
             let s = self.slots[i];
             if s.target == 0 {
                 return None;
@@ -163,16 +171,23 @@ impl FlowTable {
                 self.remove_at(i);
                 return Some(s.target - 1);
             }
-            i = (i + 1) & Self::MASK;
         }
+        None
     }
 
+    /// Empties slot `hole` and shifts back the rules after it that may
+    /// move closer to their hash's slot: O([`MAX_PROBE`]), since a rule
+    /// further than that from the hole lies outside any window that
+    /// contains it.
     fn remove_at(&mut self, mut hole: usize) {
         self.slots[hole] = Slot::default();
         self.len -= 1;
         let mut j = hole;
         loop {
             j = (j + 1) & Self::MASK;
+            if (j.wrapping_sub(hole) & Self::MASK) >= MAX_PROBE {
+                return;
+            }
             let s = self.slots[j];
             if s.target == 0 {
                 return;
@@ -189,34 +204,38 @@ impl FlowTable {
         }
     }
 
-    /// Removes every rule pointing to a pipe for which `gone` is true.
-    pub fn retain(&mut self, gone: impl Fn(u32) -> bool) {
+    /// Removes every rule pointing to a pipe for which `gone` is true;
+    /// returns how many it removed.
+    pub fn retain(&mut self, gone: impl Fn(u32) -> bool) -> u32 {
         self.version += 1;
+        let mut removed = 0;
         let mut i = 0;
         while i < FLOW_TABLE_SIZE {
             let s = self.slots[i];
             if s.target != 0 && gone(s.target - 1) {
                 self.remove_at(i);
+                removed += 1;
                 // Backward shift may have moved another entry into `i`.
                 continue;
             }
             i += 1;
         }
+        removed
     }
 
     #[inline]
     fn lookup_key(&self, port: u16, key: &FiveTuple) -> Option<u32> {
-        let mut i = slot_hash(key, port) & Self::MASK;
-        loop {
-            let s = &self.slots[i];
+        let home = slot_hash(key, port) & Self::MASK;
+        for d in 0..MAX_PROBE {
+            let s = &self.slots[(home + d) & Self::MASK];
             if s.target == 0 {
                 return None;
             }
             if s.key == *key && s.port == port {
                 return Some(s.target - 1);
             }
-            i = (i + 1) & Self::MASK;
         }
+        None
     }
 
     /// The pipe bound to an arriving frame's flow, if any.
@@ -463,27 +482,46 @@ mod tests {
     }
 
     #[test]
-    fn fills_to_capacity_and_removal_keeps_others_reachable() {
+    fn fills_until_a_window_is_full_and_removal_keeps_others_reachable() {
         let mut t = FlowTable::default();
-        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
-            t.bind(0, &udp(p as u16, 0), p).unwrap();
+        // Bind distinct flows until one finds its window full.
+        let mut n = 0u32;
+        while t.bind(0, &udp(n as u16, 0), n).is_ok() {
+            n += 1;
         }
-        assert_eq!(t.bind(0, &udp(9000, 0), 1), Err(BindError::Full));
-        for p in (0..(FLOW_TABLE_SIZE - 1) as u32).step_by(3) {
+        // Windows of 32 fill long after half the table, and never beyond it.
+        assert!(
+            (FLOW_TABLE_SIZE as u32 / 2..FLOW_TABLE_SIZE as u32).contains(&n),
+            "{n} rules"
+        );
+        assert_eq!(t.len(), n as usize);
+        // A full window refuses new flows but still takes a rebind.
+        assert_eq!(t.bind(0, &udp(n as u16, 0), 1), Err(BindError::Full));
+        assert_eq!(t.bind(0, &udp(0, 0), 7), Ok(()));
+        assert_eq!(t.bind(0, &udp(0, 0), 0), Ok(()));
+        for p in (0..n).step_by(3) {
             assert_eq!(t.unbind(0, &udp(p as u16, 0)), Some(p));
         }
-        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
+        for p in 0..n {
             let want = if p % 3 == 0 { None } else { Some(p) };
             assert_eq!(t.lookup(0, &udp(p as u16, 1), false), want, "port {p}");
         }
-        t.retain(|pipe| pipe % 2 == 0);
-        for p in 0..(FLOW_TABLE_SIZE - 1) as u32 {
+        let removed = t.retain(|pipe| pipe % 2 == 0);
+        assert_eq!(
+            removed,
+            (0..n).filter(|p| p % 3 != 0 && p % 2 == 0).count() as u32
+        );
+        for p in 0..n {
             let want = if p % 3 == 0 || p % 2 == 0 {
                 None
             } else {
                 Some(p)
             };
             assert_eq!(t.lookup(0, &udp(p as u16, 1), false), want, "port {p}");
+        }
+        // What was removed can be bound again.
+        for p in (0..n).step_by(3) {
+            assert_eq!(t.bind(0, &udp(p as u16, 0), p), Ok(()), "port {p}");
         }
     }
 

@@ -1,33 +1,68 @@
 //! Configuration notifications: flow binding, fallback policy,
 //! timestamping and rate limits.
 
-use enso_abi::layout::config;
+use enso_abi::layout::config::{self, status};
 use enso_abi::timestamp::TsFormat;
 
-use super::{Device, FlowRule, RxPipe, TxRecord};
+use super::liveness::Keepalive;
+use super::{Device, FlowRule, RxPipe, TxRecord, Wait};
 use crate::error::{ConfigError, DeviceError};
 use crate::shared::rule_args;
 
+/// Flow rules the NIC lets one application hold at once (a quarter of
+/// its 8192-entry flow table); [`ConfigError::QuotaReached`] past it.
+pub const MAX_FLOW_RULES: u32 = 2048;
+
 impl Device {
-    pub(crate) fn config_raw(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+    pub(crate) fn config_raw(&mut self, id: u32, args: [u64; 5]) -> Result<(), ConfigError> {
         self.config(id, args)
     }
 
     /// Sends a configuration notification (about `port` where that
-    /// matters).
+    /// matters) and returns the NIC's answer, which it writes into the
+    /// notification as it completes it: the call waits for that
+    /// completion (the data path never does). On a device attached with
+    /// [`Device::attach_engine`] (an engine its caller steps) nothing can
+    /// move while this call waits, so there the call returns once the
+    /// notification is posted, and only the NIC's counters
+    /// (`reject_bad_config`) tell a refusal.
     pub(super) fn config_on(
         &mut self,
         id: u32,
         args: [u64; 5],
         port: u32,
-    ) -> Result<(), DeviceError> {
+    ) -> Result<(), ConfigError> {
         let slot = self.tx_slot()?;
         self.tx_notif(slot).fill_config(id, args, port);
-        self.tx_commit(slot, TxRecord::None);
-        self.flush_tx()
+        self.tx_commit(slot, TxRecord::Config);
+        self.flush_tx()?;
+        if matches!(self._keep, Keepalive::None) {
+            return Ok(());
+        }
+        let mut wait = Wait::new();
+        loop {
+            let now = self.stamp.then(enso_abi::monotonic_ns);
+            // SYNC POINT D (Acquire, in `completed`): pairs with the NIC's
+            // Release store completing the slot; the status it wrote
+            // before is visible. The slot is reused only once reaped, by
+            // this handle, after this.
+            if self.tx_notif(slot).completed(now) {
+                break;
+            }
+            wait.check(self, DeviceError::TxStalled)?;
+            std::hint::spin_loop();
+        }
+        match self.tx_notif(slot).config_status() {
+            status::APPLIED => Ok(()),
+            status::TABLE_FULL => Err(ConfigError::TableFull),
+            status::QUOTA => Err(ConfigError::QuotaReached(MAX_FLOW_RULES)),
+            status::NOT_OWNER => Err(ConfigError::NotOwner),
+            status::NOT_BOUND => Err(ConfigError::NotBound),
+            _ => Err(ConfigError::Refused),
+        }
     }
 
-    pub(super) fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), DeviceError> {
+    pub(super) fn config(&mut self, id: u32, args: [u64; 5]) -> Result<(), ConfigError> {
         self.config_on(id, args, 0)
     }
 

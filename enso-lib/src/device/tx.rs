@@ -61,7 +61,8 @@ impl Device {
     }
 
     /// Reclaims completed TX notifications in order: frees RX/TX pipe bytes
-    /// (one head write per pipe) and TX pipe space.
+    /// (one head write per pipe) and TX pipe space. Returns the sends
+    /// completed (configuration notifications are not counted).
     pub fn reap_completions(&mut self) -> Result<usize, DeviceError> {
         let mut n = 0;
         let now = if self.stamp && self.tx_inflight > 0 {
@@ -76,8 +77,10 @@ impl Device {
             if !self.tx_notif(slot).completed(self.stamp.then_some(now)) {
                 break; // not completed, or the completion is still on its way
             }
+            let mut send = true;
             match std::mem::take(&mut self.tx_records[slot as usize]) {
                 TxRecord::None => {}
+                TxRecord::Config => send = false,
                 TxRecord::RxTx { pipe, flits } => {
                     let p = &mut self.pipes[pipe as usize];
                     p.freed = (p.freed + flits) & p.mask;
@@ -90,7 +93,7 @@ impl Device {
             }
             self.tx_done = (slot + 1) & self.ring_mask;
             self.tx_inflight -= 1;
-            n += 1;
+            n += usize::from(send);
         }
         self.stats.completions += n as u64;
         while let Some(i) = self.dirty.pop() {

@@ -90,6 +90,7 @@ impl Engine {
             rx_spans: Vec::new(),
             owed: Vec::new(),
             counters: AppCounters::default(),
+            rules: 0,
             _files: [dma_file, mmio_file],
         };
         let slot = match self.core.apps.iter().position(Option::is_none) {
@@ -108,6 +109,7 @@ impl Engine {
             self.core.dq_counters[q] = QueueCounters::default();
         }
         self.core.apps[slot] = Some(app);
+        self.core.reset_port_cfg(slot);
         Ok(AttachInfo {
             app_id: id,
             device: self.cfg.name.clone(),
@@ -141,6 +143,8 @@ impl Engine {
         };
         self.drain_before_detach(slot);
         let app = self.core.apps[slot].take().expect("slot found above");
+        // Its timestamping and rate limits end with it.
+        self.core.reset_port_cfg(slot);
         self.core.detached_apps.add(&app.counters);
         let range = app.pipe_base as usize..(app.pipe_base + app.pipe_count) as usize;
         for p in range.clone() {

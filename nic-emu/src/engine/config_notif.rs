@@ -5,9 +5,14 @@ use super::limiter::TokenBucket;
 use super::state::Core;
 use crate::layout::{self, config};
 use crate::wire::FiveTuple;
+use config::status;
 use enso_abi::timestamp::{Timestamping, TsFormat};
 
 impl Core {
+    /// Applies a configuration notification of application `slot`;
+    /// returns the NIC's answer ([`config::status`]), which is written into
+    /// the notification as it completes. Anything but `APPLIED` is also
+    /// counted in the application's `reject_bad_config`.
     pub(super) fn apply_config(
         &mut self,
         slot: usize,
@@ -15,7 +20,16 @@ impl Core {
         a: [u64; 5],
         port: usize,
         now: u64,
-    ) {
+    ) -> u64 {
+        let s = self.config_status(slot, id, a, port, now);
+        if s != status::APPLIED {
+            let app = self.apps[slot].as_mut().expect("caller checked");
+            app.counters.reject_bad_config += 1;
+        }
+        s
+    }
+
+    fn config_status(&mut self, slot: usize, id: u32, a: [u64; 5], port: usize, now: u64) -> u64 {
         // A steering target must be one of its own enabled pipes or queues;
         // its port.
         let target_port = |core: &Core, t: u64| -> Option<u16> {
@@ -34,69 +48,81 @@ impl Core {
             config::FLOW_BIND | config::FLOW_UNBIND => {
                 let t = flow_tuple(a[0], a[1]);
                 let Some(pport) = t2 else {
-                    app.counters.reject_bad_config += 1;
-                    return;
+                    return status::BAD_ARGUMENT;
                 };
-                if id == config::FLOW_BIND {
-                    // A rule another application owns is not replaced.
-                    let theirs = self
-                        .flows
-                        .get(pport, &t)
-                        .is_some_and(|p| !app.owns_target(p));
-                    if theirs || self.flows.bind(pport, &t, a[2] as u32).is_err() {
-                        app.counters.reject_bad_config += 1;
+                let held = self.flows.get(pport, &t);
+                if held.is_some_and(|p| !app.owns_target(p)) {
+                    // Another application's rule is neither replaced nor
+                    // removed.
+                    return status::NOT_OWNER;
+                }
+                if id == config::FLOW_UNBIND {
+                    if held.is_none() {
+                        return status::NOT_BOUND;
                     }
-                } else {
-                    // Only remove a rule that points to one of its own pipes.
-                    match self.flows.unbind(pport, &t) {
-                        Some(p) if app.owns_target(p) => {}
-                        Some(p) => {
-                            let _ = self.flows.bind(pport, &t, p);
-                            app.counters.reject_bad_config += 1;
+                    self.flows.unbind(pport, &t);
+                    app.rules -= 1;
+                    return status::APPLIED;
+                }
+                if held.is_none() && app.rules >= MAX_RULES_PER_APP {
+                    return status::QUOTA;
+                }
+                match self.flows.bind(pport, &t, a[2] as u32) {
+                    Ok(()) => {
+                        if held.is_none() {
+                            app.rules += 1;
                         }
-                        None => app.counters.reject_bad_config += 1,
+                        status::APPLIED
                     }
+                    Err(_) => status::TABLE_FULL,
                 }
             }
             config::FALLBACK => {
                 let Some(tport) = t1 else {
-                    app.counters.reject_bad_config += 1;
-                    return;
+                    return status::BAD_ARGUMENT;
                 };
                 let f = &mut self.fallback[tport as usize];
                 match (a[0], a[2]) {
                     (config::FALLBACK_ADD, _) => f.add(a[1] as u32),
                     (config::FALLBACK_REMOVE, _) => f.remove(a[1] as u32),
                     (config::FALLBACK_POLICY, rr @ (0 | 1)) => f.set_round_robin(rr == 1),
-                    _ => app.counters.reject_bad_config += 1,
+                    _ => return status::BAD_ARGUMENT,
                 }
+                status::APPLIED
             }
-            config::TIMESTAMP if port < self.ts_offset.len() && (a[0] == 0 || a[1] <= 60) => {
+            // Timestamping and rate limits are the application's own: they
+            // apply to what it sends on the port and to what the port
+            // writes into its pipes and queues, and end when it detaches.
+            config::TIMESTAMP if port < self.nports && (a[0] == 0 || a[1] <= 60) => {
                 let Some(format) = TsFormat::from_arg(a[2]) else {
-                    app.counters.reject_bad_config += 1;
-                    return;
+                    return status::BAD_ARGUMENT;
                 };
-                self.ts_offset[port] = (a[0] != 0).then_some(Timestamping {
+                let i = slot * self.nports + port;
+                self.ts_offset[i] = (a[0] != 0).then_some(Timestamping {
                     offset: a[1] as usize,
                     format,
                 });
+                status::APPLIED
             }
-            config::RATE_LIMIT if port < self.limiter.len() => {
-                self.limiter[port] = match (a[0], a[1]) {
+            config::RATE_LIMIT if port < self.nports => {
+                let i = slot * self.nports + port;
+                self.limiter[i] = match (a[0], a[1]) {
                     (0, _) | (_, 0) => None,
                     (num, den) if num <= u32::MAX as u64 && den <= u32::MAX as u64 => {
                         Some(TokenBucket::new(num, den, now))
                     }
-                    _ => {
-                        app.counters.reject_bad_config += 1;
-                        return;
-                    }
+                    _ => return status::BAD_ARGUMENT,
                 };
+                status::APPLIED
             }
-            _ => app.counters.reject_bad_config += 1,
+            _ => status::BAD_ARGUMENT,
         }
     }
 }
+
+/// Flow rules one application may hold at once: a quarter of the flow
+/// table, so that no application can fill it for the others.
+pub const MAX_RULES_PER_APP: u32 = (crate::steering::FLOW_TABLE_SIZE / 4) as u32;
 
 /// The flow of a `FLOW_BIND` or `FLOW_UNBIND` notification from its first
 /// two arguments: `dst_ip << 32 | src_ip` and `dst_port << 32 | src_port

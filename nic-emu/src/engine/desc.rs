@@ -55,7 +55,10 @@ impl Core {
                     if r == reg::RX_MEM_HIGH {
                         dq.rx_ring = 0;
                         let t = layout::DESC_TARGET_BASE + q as u32;
-                        self.flows.retain(|x| x == t);
+                        let n = self.flows.retain(|x| x == t);
+                        if let Some(a) = self.apps[slot].as_mut() {
+                            a.rules -= n;
+                        }
                         for f in &mut self.fallback {
                             f.remove(t);
                         }
@@ -164,7 +167,7 @@ impl Core {
             app.write(buf, frame);
             self.pcie
                 .record_dma_write(TrafficClass::Data, buf as u64, len as u64);
-            if let Some(ts) = self.ts_offset[dq.port as usize] {
+            if let Some(ts) = self.ts_offset[dq.owner as usize * self.nports + dq.port as usize] {
                 let off = ts.offset;
                 if off + 4 <= len {
                     let sent = frame[off..off + 4].try_into().expect("4 bytes");
@@ -247,7 +250,8 @@ impl Core {
                     break;
                 }
                 let port = dq.port as usize;
-                if let Some(tb) = self.limiter[port].as_mut() {
+                let cfg = slot * self.nports + port;
+                if let Some(tb) = self.limiter[cfg].as_mut() {
                     if !tb.refill(now) {
                         break;
                     }
@@ -268,7 +272,7 @@ impl Core {
                     self.pcie
                         .record_dma_read(TrafficClass::Data, buf as u64, len as u64);
                     let mut t = now;
-                    if let Some(ts) = self.ts_offset[port] {
+                    if let Some(ts) = self.ts_offset[cfg] {
                         t = self.clock.now_ns();
                         if ts.offset + 4 <= len {
                             frame[ts.offset..ts.offset + 4].copy_from_slice(&ts.format.stamp(t));
@@ -279,7 +283,7 @@ impl Core {
                     qc.tx_frames += 1;
                     qc.tx_bytes += len as u64;
                     self.frames += 1;
-                    if let Some(tb) = self.limiter[port].as_mut() {
+                    if let Some(tb) = self.limiter[cfg].as_mut() {
                         tb.take(crate::wire::flits(len) as u64);
                     }
                 } else {

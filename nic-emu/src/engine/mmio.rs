@@ -198,7 +198,7 @@ impl Core {
         if off == 0 {
             p.base = 0;
             p.outstanding = false;
-            self.flows.retain(|x| x == pid);
+            app.rules -= self.flows.retain(|x| x == pid);
             for f in &mut self.fallback {
                 f.remove(pid);
             }
@@ -210,7 +210,7 @@ impl Core {
         }
         if p.base != 0 && p.port as usize != port {
             // Moving to another port: its old port's steering forgets it.
-            self.flows.retain(|x| x == pid);
+            app.rules -= self.flows.retain(|x| x == pid);
             self.fallback[p.port as usize].remove(pid);
         }
         (p.base, p.head, p.tail, p.outstanding, p.port) = (off, 0, 0, false, port as u16);

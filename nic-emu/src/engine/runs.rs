@@ -2,7 +2,6 @@
 //! it sent a frame to before in the same step are written without deciding
 //! again what [`Core::deliver`] decided for the first (see [`Run`]).
 
-use enso_abi::timestamp::Timestamping;
 use pcie_model::TrafficClass;
 
 use super::evict;
@@ -64,8 +63,8 @@ impl Core {
     /// for it): opens a run there if the frames that follow need nothing
     /// decided again. `ts` as for `deliver`.
     #[inline]
-    pub(super) fn open_run(&mut self, port: usize, ts: Option<Timestamping>, target: u32) {
-        if ts.is_some() || self.trace.is_some() {
+    pub(super) fn open_run(&mut self, port: usize, target: u32) {
+        if self.trace.is_some() {
             return;
         }
         let mut run = Run {
@@ -77,6 +76,10 @@ impl Core {
         if target < layout::DESC_TARGET_BASE {
             let p = &self.pipes[target as usize];
             if self.per_packet || !p.outstanding || p.stream || p.base == 0 {
+                return;
+            }
+            // Frames its owner stamps are written one by one.
+            if self.ts_offset[p.owner as usize * self.nports + port].is_some() {
                 return;
             }
             let Some(app) = self.apps[p.owner as usize].as_ref() else {
@@ -91,9 +94,10 @@ impl Core {
             run.tail = p.tail;
             run.room = free.min(self.pipe_flits - p.tail);
         } else {
-            // A queue's frames are stamped by its own port's setting.
+            // A queue's frames are stamped by its owner's setting for its
+            // own port.
             let dq = &self.dqs[(target - layout::DESC_TARGET_BASE) as usize];
-            if self.ts_offset[dq.port as usize].is_some() {
+            if self.ts_offset[dq.owner as usize * self.nports + dq.port as usize].is_some() {
                 return;
             }
         }

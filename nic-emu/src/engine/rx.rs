@@ -2,7 +2,6 @@
 //! into its frame pipe, stream pipe or descriptor queue, or counting why
 //! not; and the generator's frames on their way in, run by run.
 
-use enso_abi::timestamp::Timestamping;
 use pcie_model::{PcieCounters, TrafficClass};
 
 use super::evict;
@@ -20,8 +19,6 @@ use crate::wire::{self, FrameError, FLIT};
 pub(super) struct RxSink<'a> {
     pub(super) core: &'a mut Core,
     pub(super) port: usize,
-    /// The port's timestamp offset (see [`Core::deliver`]).
-    pub(super) ts: Option<Timestamping>,
     pub(super) counters: &'a mut PortCounters,
     /// Frames the NIC dropped as they arrived.
     pub(super) dropped: u64,
@@ -57,8 +54,8 @@ impl port::FrameSink for &mut RxSink<'_> {
             Some(t) => core.close_run(t as usize & (RUN_SLOTS - 1)),
             None => core.close_runs(),
         }
-        match core.deliver(self.port, self.ts, self.counters, frame, pre) {
-            Some(t) => core.open_run(self.port, self.ts, t),
+        match core.deliver(self.port, self.counters, frame, pre) {
+            Some(t) => core.open_run(self.port, t),
             None => self.dropped += 1,
         }
     }
@@ -67,15 +64,14 @@ impl port::FrameSink for &mut RxSink<'_> {
 impl Core {
     /// The RX path: steer a frame that arrived from the wire and write it into
     /// its pipe, or count why not. The caller counts the frame's arrival in
-    /// `pc` (`rx_frames`, `rx_bytes`) and passes the port's timestamp offset
-    /// `ts` (`ts_offset[port]`, which only TX notifications change).
+    /// `pc` (`rx_frames`, `rx_bytes`). The frame is stamped with its round
+    /// trip if the pipe's owner has timestamping on for `port`.
     /// Returns its steering target (a frame pipe or a descriptor queue) if
     /// it was written there.
     #[inline(always)]
     pub(super) fn deliver(
         &mut self,
         port: usize,
-        ts: Option<Timestamping>,
         pc: &mut PortCounters,
         frame: &[u8],
         pre: Option<crate::port::Precomputed<'_>>,
@@ -152,6 +148,7 @@ impl Core {
         };
         let pipe = &mut self.pipes[pid];
         let pcs = &mut self.pipe_counters[pid];
+        let ts = self.ts_offset[owner * self.nports + port];
         let app = self.apps[owner].as_mut().expect("checked above");
         let mask = self.pipe_flits - 1;
         // DMA the frame: bursts never cross the end of the ring.

@@ -98,6 +98,8 @@ pub(super) struct App {
     /// software frees ring slots, so no data waits unannounced.
     pub(super) owed: Vec<u32>,
     pub(super) counters: AppCounters,
+    /// Flow rules it holds (at most `MAX_RULES_PER_APP`).
+    pub(super) rules: u32,
     /// The shared files, kept open (and so reachable by their paths) while
     /// the application is attached.
     pub(super) _files: [shm::SealedFile; 2],

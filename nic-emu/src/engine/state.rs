@@ -55,10 +55,16 @@ pub(super) struct Core {
     pub(super) flows: FlowTable,
     /// Fallback pipes of each port.
     pub(super) fallback: Vec<Fallback>,
-    /// Per port: timestamp offset when timestamping is on.
+    /// Timestamping, each application's own on each port, at
+    /// [`Core::port_cfg`]`(slot, port)`: applied to the frames that
+    /// application sends on the port and to the frames the port writes
+    /// into its pipes and queues, never to another application's.
     pub(super) ts_offset: Vec<Option<Timestamping>>,
-    /// Per port: TX rate limiter.
+    /// TX rate limiters, each application's own on each port, indexed as
+    /// `ts_offset`: they pace what that application sends.
     pub(super) limiter: Vec<Option<TokenBucket>>,
+    /// Ports of the device (the stride of `ts_offset` and `limiter`).
+    pub(super) nports: usize,
     pub(super) clock: Clock,
     pub(super) latency: u64,
     pub(super) per_packet: bool,
@@ -220,5 +226,26 @@ impl DescQueue {
         } else {
             self.tx_tail.wrapping_sub(self.tx_head) & self.tx_mask
         }
+    }
+}
+
+impl Core {
+    /// Where application `slot`'s timestamping and rate limit on `port`
+    /// are kept in `ts_offset` and `limiter`.
+    #[inline(always)]
+    pub(super) fn port_cfg(&self, slot: usize, port: usize) -> usize {
+        slot * self.nports + port
+    }
+
+    /// Clears application `slot`'s timestamping and rate limits (it
+    /// attached or detached), making room for them first.
+    pub(super) fn reset_port_cfg(&mut self, slot: usize) {
+        let (from, to) = (slot * self.nports, (slot + 1) * self.nports);
+        if self.ts_offset.len() < to {
+            self.ts_offset.resize(to, None);
+            self.limiter.resize(to, None);
+        }
+        self.ts_offset[from..to].fill(None);
+        self.limiter[from..to].fill(None);
     }
 }

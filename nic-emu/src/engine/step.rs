@@ -83,8 +83,9 @@ impl Engine {
             apps: Vec::new(),
             flows: FlowTable::default(),
             fallback: (0..cfg.ports.len()).map(|_| Fallback::default()).collect(),
-            ts_offset: vec![None; cfg.ports.len()],
-            limiter: vec![None; cfg.ports.len()],
+            ts_offset: Vec::new(),
+            limiter: Vec::new(),
+            nports: cfg.ports.len(),
             clock: Clock::Monotonic,
             latency: cfg.interconnect_latency_ns,
             per_packet: cfg.notification_mode.per_packet(),
@@ -213,9 +214,6 @@ impl Engine {
             }
         }
         for (i, p) in ports.iter_mut().enumerate() {
-            // Timestamping is configured through TX notifications, which
-            // are not read while frames are received: one look per port.
-            let ts = core.ts_offset[i];
             if let Some(fifo) = p.inbound.as_mut() {
                 let mut n = 0;
                 while n < RX_BUDGET {
@@ -224,7 +222,7 @@ impl Engine {
                     };
                     p.counters.rx_frames += 1;
                     p.counters.rx_bytes += f.len() as u64;
-                    let _ = core.deliver(i, ts, &mut p.counters, f, None);
+                    let _ = core.deliver(i, &mut p.counters, f, None);
                     fifo.pop();
                     n += 1;
                 }
@@ -235,7 +233,6 @@ impl Engine {
                 let mut sink = RxSink {
                     core: &mut *core,
                     port: i,
-                    ts,
                     counters: &mut p.counters,
                     dropped: 0,
                 };
@@ -255,7 +252,7 @@ impl Engine {
                 work += b.receive(now, RX_BUDGET, &mut |f: &[u8]| {
                     counters.rx_frames += 1;
                     counters.rx_bytes += f.len() as u64;
-                    let _ = core.deliver(i, ts, counters, f, None);
+                    let _ = core.deliver(i, counters, f, None);
                 });
                 core.close_runs();
             }

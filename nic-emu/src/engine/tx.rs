@@ -93,8 +93,8 @@ impl Core {
                         }
                         TxRequest::Config { id, args, port } => {
                             app.counters.config_notifications += 1;
-                            self.apply_config(slot, id, args, port as usize, now);
-                            self.complete_tx(slot);
+                            let st = self.apply_config(slot, id, args, port as usize, now);
+                            self.complete_tx_status(slot, Some(st));
                             continue;
                         }
                         TxRequest::Bad(_) => {
@@ -105,7 +105,8 @@ impl Core {
                     }
                 }
             };
-            if let Some(tb) = self.limiter[cur.port].as_mut() {
+            let lim = self.port_cfg(slot, cur.port);
+            if let Some(tb) = self.limiter[lim].as_mut() {
                 if !tb.refill(now) {
                     break; // the port's rate limit is used up for now
                 }
@@ -156,8 +157,9 @@ impl Core {
     ) -> (usize, u64) {
         // Neither changes while a notification is transmitted (both are
         // configured through TX notifications, between them).
-        let ts = self.ts_offset[c.port];
-        let limited = self.limiter[c.port].is_some();
+        let cfg = self.port_cfg(slot, c.port);
+        let ts = self.ts_offset[cfg];
+        let limited = self.limiter[cfg].is_some();
         let app = self.apps[slot].as_mut().expect("caller checked");
         let asm = &mut app.asm;
         let buf = &mut asm.buf[..];
@@ -193,7 +195,7 @@ impl Core {
                         bytes += d.len as u64;
                         sent += 1;
                         if limited {
-                            if let Some(tb) = self.limiter[c.port].as_mut() {
+                            if let Some(tb) = self.limiter[cfg].as_mut() {
                                 if !tb.take(1) {
                                     break;
                                 }
@@ -260,7 +262,7 @@ impl Core {
                 start = 0;
                 sent += 1;
                 if limited {
-                    if let Some(tb) = self.limiter[c.port].as_mut() {
+                    if let Some(tb) = self.limiter[cfg].as_mut() {
                         if !tb.take(wire::flits(len) as u64) {
                             break;
                         }
@@ -293,13 +295,23 @@ impl Core {
 
     /// Completes the TX notification at the head by clearing its signal.
     fn complete_tx(&mut self, slot: usize) {
+        self.complete_tx_status(slot, None);
+    }
+
+    /// Completes the TX notification at the head, with the answer to a
+    /// configuration (`Some`) written first.
+    fn complete_tx_status(&mut self, slot: usize, status: Option<u64>) {
         let app = self.apps[slot].as_mut().expect("caller checked");
         let ring = app.nb.tx_ring;
         let i = app.nb.tx_head;
         let vis = (self.latency > 0).then(|| self.clock.now_ns() + self.latency);
         // SYNC POINT D (Release, in `complete`): the NIC no longer reads the
-        // data once software sees the completion.
-        app.tx_notif(ring, i).complete(vis);
+        // data once software sees the completion (and sees the status).
+        let n = app.tx_notif(ring, i);
+        match status {
+            Some(s) => n.complete_config(s, vis),
+            None => n.complete(vis),
+        }
         self.pcie.record_dma_write(
             TrafficClass::Notification,
             (ring + i as usize * layout::NOTIF_SLOT) as u64,
