@@ -424,6 +424,20 @@ impl Session {
         sent
     }
 
+    /// Whether every rx ring is empty (all the peer published was
+    /// received), or the data path stopped on a fault.
+    pub fn rx_empty(&self) -> bool {
+        self.fault.is_some()
+            || self.rx.iter().all(|q| {
+                // Relaxed: only compared, never used to read a descriptor.
+                let produced = match self.role {
+                    Role::Server => q.ring.head().load(Ordering::Relaxed),
+                    Role::Client => q.ring.tail().load(Ordering::Relaxed),
+                };
+                produced == q.next
+            })
+    }
+
     /// Rx/tx queues in use.
     pub fn queues(&self) -> (u16, u16) {
         (self.rx.len() as u16, self.tx.len() as u16)

@@ -70,7 +70,7 @@ mod sock;
 
 pub use config::{Config, Role, SocketName, MAX_LOG2_RING_SIZE, MAX_RINGS};
 pub use counters::Counters;
-pub use endpoint::{Memif, HANDSHAKE_TIMEOUT, RECONNECT_DELAY};
+pub use endpoint::{Memif, DRAIN_TIMEOUT, HANDSHAKE_TIMEOUT, RECONNECT_DELAY};
 pub use ring::{Desc, COOKIE, DESC_FLAG_NEXT, RING_FLAG_MASK_INT};
 
 /// Errors from creating or driving an endpoint.
