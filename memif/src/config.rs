@@ -86,6 +86,10 @@ pub struct Config {
     /// (for example a zero-copy client's hugepage files), accepting that
     /// risk. Default false.
     pub allow_unsealed_regions: bool,
+    /// A server maps at most this many bytes of a client's regions in all
+    /// (each region is also at most 4 GiB: descriptor offsets are 32-bit).
+    /// Default 16 GiB.
+    pub max_region_bytes: u64,
 }
 
 impl Config {
@@ -102,6 +106,7 @@ impl Config {
             name: String::from("memif-rs"),
             max_frame: 9216,
             allow_unsealed_regions: false,
+            max_region_bytes: 16 << 30,
         }
     }
 

@@ -42,7 +42,9 @@
 //! # What is checked
 //!
 //! Everything the peer controls: message sizes and types, handshake order,
-//! version, id, secret, region files (size, seals), ring placement, size and
+//! version, id, secret, region files (shared memory only, size, seals, at
+//! most 4 GiB each and `Config::max_region_bytes` in all), eventfds (that
+//! they are eventfds), ring placement, size and
 //! cookie, and on every frame each descriptor's region, offset and length
 //! and every index the peer moves. A server honours descriptors that point
 //! into any region the client registered (a DPDK zero-copy client points

@@ -204,6 +204,10 @@ struct Plan {
     send_region_fd: bool,
     /// A second region, as a zero-copy client would register.
     extra_region: Option<usize>,
+    /// Sent as region 0's file instead of the memfd.
+    region_fd: Option<RawFd>,
+    /// Sent as the client-to-server ring's eventfd instead of one.
+    c2s_eventfd: Option<RawFd>,
 }
 
 impl Default for Plan {
@@ -218,6 +222,8 @@ impl Default for Plan {
             ring_region: 0,
             send_region_fd: true,
             extra_region: None,
+            region_fd: None,
+            c2s_eventfd: None,
         }
     }
 }
@@ -255,7 +261,8 @@ fn handshake(server: &mut Memif, path: &std::path::Path, plan: &Plan) -> Result<
             index: 0,
             size: plan.region_claim,
         },
-        plan.send_region_fd.then(|| shm.fd.as_raw_fd()),
+        plan.send_region_fd
+            .then(|| plan.region_fd.unwrap_or(shm.fd.as_raw_fd())),
     ));
     if let Some(x) = &extra {
         steps.push((
@@ -267,8 +274,13 @@ fn handshake(server: &mut Memif, path: &std::path::Path, plan: &Plan) -> Result<
         ));
     }
     for (flags, index, offset, efd) in [
-        (RING_FLAG_C2S, plan.c2s_index, plan.c2s_offset, &efds[0]),
-        (0, 0, S2C as u32, &efds[1]),
+        (
+            RING_FLAG_C2S,
+            plan.c2s_index,
+            plan.c2s_offset,
+            plan.c2s_eventfd.unwrap_or(efds[0].as_raw_fd()),
+        ),
+        (0, 0, S2C as u32, efds[1].as_raw_fd()),
     ] {
         steps.push((
             Msg::AddRing(AddRing {
@@ -279,7 +291,7 @@ fn handshake(server: &mut Memif, path: &std::path::Path, plan: &Plan) -> Result<
                 log2_ring_size: plan.ring_log2,
                 private_hdr_size: 0,
             }),
-            Some(efd.as_raw_fd()),
+            Some(efd),
         ));
     }
     steps.push((
@@ -689,4 +701,105 @@ fn a_silent_client_times_out_and_the_server_serves_the_next() {
     connect(&mut server, &mut good);
     assert_eq!(transfer(&mut good, &mut server, 0, 500, 2048), 500);
     assert_eq!(transfer(&mut server, &mut good, 0, 500, 2048), 500);
+}
+
+/// A peer's descriptors are checked for what they are before anything
+/// reads, writes, maps or even stats them: a region must be a
+/// shared-memory file (a FUSE or network file could make any access wait
+/// forever), an eventfd must be an eventfd (a pipe nobody writes, or such
+/// a file, could block the engine).
+#[test]
+fn descriptors_of_the_wrong_kind_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sock");
+    let mut cfg = config(SocketName::Path(path.clone()), Role::Server, 6);
+    // As for a zero-copy client: even then a region must be memory.
+    cfg.allow_unsealed_regions = true;
+    let mut server = Memif::new(cfg).unwrap();
+    // A file on a disk filesystem (the crate's directory, not tmpfs).
+    let disk = tempfile::tempfile_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+    disk.set_len(REGION as u64).unwrap();
+    let mut pipe = [0; 2];
+    // SAFETY: test code: a new pipe, its ends owned below.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: both ends were just created and are owned only here.
+    let (r, _w) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    let cases = [
+        (
+            Plan {
+                region_fd: Some(disk.as_raw_fd()),
+                ..Plan::default()
+            },
+            "not a memfd",
+        ),
+        (
+            Plan {
+                region_fd: Some(r.as_raw_fd()),
+                ..Plan::default()
+            },
+            "not a memfd",
+        ),
+        (
+            Plan {
+                c2s_eventfd: Some(r.as_raw_fd()),
+                ..Plan::default()
+            },
+            "not an eventfd",
+        ),
+        (
+            Plan {
+                c2s_eventfd: Some(disk.as_raw_fd()),
+                ..Plan::default()
+            },
+            "not an eventfd",
+        ),
+    ];
+    for (i, (plan, want)) in cases.iter().enumerate() {
+        let reason = match handshake(&mut server, &path, plan) {
+            Err(r) => r,
+            Ok(_) => panic!("case {i} ({want}) was accepted"),
+        };
+        assert!(reason.contains(want), "case {i}: {reason:?}");
+    }
+    assert!(handshake(&mut server, &path, &Plan::default()).is_ok());
+}
+
+/// Descriptor offsets are 32-bit, so a region above 4 GiB serves only to
+/// make us map more of the peer's memory; and all regions together are
+/// capped (`Config::max_region_bytes`).
+#[test]
+fn oversized_regions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sock");
+    let mut cfg = config(SocketName::Path(path.clone()), Role::Server, 6);
+    cfg.max_region_bytes = 4 * REGION as u64;
+    let mut server = Memif::new(cfg).unwrap();
+    // A sparse, sealed 5 GiB memfd (no memory is used).
+    let big = Shm::new(4096, false);
+    assert_eq!(
+        // SAFETY: test code: grows our own memfd, then seals it.
+        unsafe { libc::ftruncate(big.fd.as_raw_fd(), 5 << 30) },
+        0
+    );
+    // SAFETY: as above.
+    let sealed = unsafe { libc::fcntl(big.fd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) };
+    assert_eq!(sealed, 0);
+    let huge = Plan {
+        region_fd: Some(big.fd.as_raw_fd()),
+        region_claim: 5 << 30,
+        ..Plan::default()
+    };
+    let reason = handshake(&mut server, &path, &huge)
+        .err()
+        .expect("5 GiB region");
+    assert!(reason.contains("4 GiB"), "{reason:?}");
+    let many = Plan {
+        extra_region: Some(4 * REGION),
+        ..Plan::default()
+    };
+    let reason = handshake(&mut server, &path, &many)
+        .err()
+        .expect("over the total");
+    assert!(reason.contains("allowed"), "{reason:?}");
+    assert!(handshake(&mut server, &path, &Plan::default()).is_ok());
 }
