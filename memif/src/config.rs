@@ -68,8 +68,9 @@ pub struct Config {
     /// least 2048 with a DPDK server, which writes up to one mbuf's data
     /// room (2048) into a buffer without looking at its length.
     pub buffer_size: u32,
-    /// Optional shared secret (at most 23 bytes): a client sends it; a
-    /// server with a secret refuses clients that do not send it.
+    /// Optional shared secret (at most 23 bytes; DPDK's and VPP's
+    /// `secret=`): a client sends it in INIT; a server with a secret
+    /// refuses clients that do not send it ("Incorrect secret").
     pub secret: Option<String>,
     /// This endpoint's name, sent in HELLO / INIT / CONNECT(ED). At most 31
     /// bytes are sent.
@@ -90,6 +91,12 @@ pub struct Config {
     /// (each region is also at most 4 GiB: descriptor offsets are 32-bit).
     /// Default 16 GiB.
     pub max_region_bytes: u64,
+    /// A server serves only clients running as its own effective user or
+    /// as one of these user ids (the kernel's SO_PEERCRED on the
+    /// connection; a client in another user namespace shows as the
+    /// overflow id). Others are told "Permission denied" and counted in
+    /// `handshake_errors`. Default: none beyond our own.
+    pub peer_uids: Vec<u32>,
 }
 
 impl Config {
@@ -107,6 +114,7 @@ impl Config {
             max_frame: 9216,
             allow_unsealed_regions: false,
             max_region_bytes: 16 << 30,
+            peer_uids: Vec::new(),
         }
     }
 

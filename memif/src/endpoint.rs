@@ -189,6 +189,12 @@ impl Memif {
             if let State::Draining(..) = self.state {
                 self.state = State::Idle;
             }
+            if let Err(why) = self.permitted(&sock) {
+                let _ = sock.send(&Msg::disconnect("Permission denied").encode(), None);
+                self.counters.handshake_errors += 1;
+                self.last_error = Some(why);
+                continue;
+            }
             if !matches!(self.state, State::Idle) {
                 let _ = sock.send(&Msg::disconnect("Already connected").encode(), None);
                 self.counters.handshake_errors += 1;
@@ -200,6 +206,28 @@ impl Memif {
             }
         }
         Ok(())
+    }
+
+    /// Whether the client at the other end of `sock` may use this server:
+    /// it runs as our effective user or one `Config::peer_uids` lists.
+    fn permitted(&self, sock: &SeqPacket) -> Result<(), String> {
+        let uid = sock
+            .peer_uid()
+            .map_err(|e| format!("cannot tell who connected (SO_PEERCRED): {e}"))?;
+        // SAFETY: geteuid has no preconditions.
+        let ours = unsafe { libc::geteuid() };
+        if uid == ours || self.cfg.peer_uids.contains(&uid) {
+            Ok(())
+        } else {
+            Err(format!(
+                "refused a client running as uid {uid} (allowed: {ours}{})",
+                self.cfg
+                    .peer_uids
+                    .iter()
+                    .map(|u| format!(", {u}"))
+                    .collect::<String>()
+            ))
+        }
     }
 
     fn try_connect(&mut self) {

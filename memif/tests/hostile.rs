@@ -803,3 +803,106 @@ fn oversized_regions_are_refused() {
     assert!(reason.contains("allowed"), "{reason:?}");
     assert!(handshake(&mut server, &path, &Plan::default()).is_ok());
 }
+
+/// Connects to the abstract socket `name` from a child process running
+/// as `uid` and reports the server's first answer: Some(true) for HELLO,
+/// Some(false) for DISCONNECT or a closed socket, None when the test
+/// cannot run (not root: it says why, and fails under CI=true).
+fn first_answer_as(uid: u32, name: &str, server: &mut Memif) -> Option<bool> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true and not root: cannot run a client as another user"
+        );
+        eprintln!("skipping: changing user needs root");
+        return None;
+    }
+    // Everything the child needs is made before fork: after it, the child
+    // only makes system calls.
+    // SAFETY: sockaddr_un is plain old data; all-zero is valid.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as _;
+    for (i, b) in name.bytes().enumerate() {
+        a.sun_path[i + 1] = b as _;
+    }
+    let alen = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
+    // SAFETY: fork; the child below only calls async-signal-safe
+    // functions (setresgid, setresuid, socket, connect, recv, usleep,
+    // _exit) on its own stack and the prepared address.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork");
+    if pid == 0 {
+        // SAFETY: as above: the child process only.
+        unsafe {
+            if libc::setresgid(uid, uid, uid) != 0 || libc::setresuid(uid, uid, uid) != 0 {
+                libc::_exit(3);
+            }
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
+            if fd < 0 || libc::connect(fd, (&a as *const libc::sockaddr_un).cast(), alen) != 0 {
+                libc::_exit(4);
+            }
+            let mut buf = [0u8; 256];
+            for _ in 0..5000 {
+                let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT);
+                if n == 0 {
+                    libc::_exit(1);
+                }
+                if n >= 2 {
+                    libc::_exit(match u16::from_le_bytes([buf[0], buf[1]]) {
+                        2 => 0,
+                        8 => 1,
+                        _ => 5,
+                    });
+                }
+                libc::usleep(1000);
+            }
+            libc::_exit(6);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    loop {
+        server.poll_control().unwrap();
+        // SAFETY: waits for our own child without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the child did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(libc::WIFEXITED(status), "child status {status}");
+    match libc::WEXITSTATUS(status) {
+        0 => Some(true),
+        1 => Some(false),
+        e => panic!("the child failed ({e}: 3 setuid, 4 connect, 5 other message, 6 no answer)"),
+    }
+}
+
+/// Any process in the network namespace can reach an abstract socket;
+/// the server serves only its own user and those the operator lists.
+#[test]
+fn clients_of_other_users_are_refused_unless_listed() {
+    let name = format!("memif-hostile-uid-{}", std::process::id());
+    let sock = SocketName::parse(&format!("@{name}"));
+    let mut server = Memif::new(config(sock.clone(), Role::Server, 6)).unwrap();
+    let Some(hello) = first_answer_as(65534, &name, &mut server) else {
+        return;
+    };
+    assert!(!hello, "a client of another user got HELLO");
+    assert_eq!(server.counters().handshake_errors, 1);
+    assert!(
+        server.last_error().is_some_and(|e| e.contains("uid 65534")),
+        "{:?}",
+        server.last_error()
+    );
+    drop(server);
+    let mut cfg = config(sock, Role::Server, 6);
+    cfg.peer_uids = vec![65534];
+    let mut server = Memif::new(cfg).unwrap();
+    assert_eq!(first_answer_as(65534, &name, &mut server), Some(true));
+    // (The child leaving mid-handshake is counted; a refusal is not.)
+    assert!(!server.last_error().is_some_and(|e| e.contains("uid")));
+}

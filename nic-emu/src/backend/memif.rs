@@ -1,7 +1,14 @@
-//! `memif:socket=PATH[,role=server|client][,id=N][,rings=N][,ring-size=N][,buffer-size=N]`:
+//! `memif:socket=PATH[,role=server|client][,id=N][,rings=N][,ring-size=N][,buffer-size=N][,secret=S][,uid=N/N...]`:
 //! a port whose peer is a DPDK (`net_memif`) or VPP application, through
 //! the shared-memory packet interface, protocol 2.0, copy mode. `PATH` is a
 //! filesystem socket, or `@name` for an abstract one (DPDK's default).
+//!
+//! Who may connect: a server serves only clients running as the NIC's own
+//! user or one `uid=` lists (the kernel's record of the connecting
+//! process), and with `secret=` only clients that send that secret (as
+//! DPDK's and VPP's `secret=`); a client sends its `secret=`. A filesystem
+//! socket is also guarded by its file permissions; an abstract one by
+//! nothing else, which the port warns about when it opens.
 //! The rings are polled by the engine without system calls; the control
 //! channel (accepting or connecting, the handshake, a peer that leaves) is
 //! looked after every millisecond. Every descriptor, region, offset and
@@ -30,6 +37,12 @@ pub struct MemifWire {
     pub ring_size: u32,
     /// Bytes per buffer.
     pub buffer_size: u32,
+    /// Shared secret sent (client) or required (server) in INIT.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// User ids served besides the NIC's own (server).
+    #[serde(default)]
+    pub uids: Vec<u32>,
 }
 
 impl MemifWire {
@@ -42,6 +55,8 @@ impl MemifWire {
             rings: 1,
             ring_size: 1024,
             buffer_size: 2048,
+            secret: None,
+            uids: Vec::new(),
         };
         let mut seen = Vec::new();
         let num = |k: &str, v: &str| -> Result<u64, String> {
@@ -89,9 +104,22 @@ impl MemifWire {
                         _ => return Err(format!("memif buffer-size {v}: 128 to 65536")),
                     }
                 }
+                "secret" => {
+                    if v.is_empty() || v.len() > 23 {
+                        return Err("memif secret: 1 to 23 bytes".into());
+                    }
+                    w.secret = Some(v.to_string());
+                }
+                "uid" => {
+                    for u in v.split('/') {
+                        w.uids.push(u32::try_from(num(k, u)?).map_err(|_| {
+                            format!("memif uid {u}: at most {}", u32::MAX)
+                        })?);
+                    }
+                }
                 _ => {
                     return Err(format!(
-                    "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size)"
+                    "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size, secret, uid)"
                 ))
                 }
             }
@@ -142,6 +170,26 @@ impl MemifPort {
         cfg.max_frame = MAX_FRAME as u32;
         cfg.name = format!("enso-{device}-{port}");
         cfg.name.truncate(31);
+        cfg.secret = w.secret.clone();
+        cfg.peer_uids = w.uids.clone();
+        if w.server && w.socket.starts_with('@') {
+            eprintln!(
+                "warning: memif:socket={} is an abstract socket, which has no file \
+                 permissions: any process in this network namespace can reach it \
+                 (only the NIC's user{} is served{}); a filesystem path is safer",
+                w.socket,
+                if w.uids.is_empty() {
+                    ""
+                } else {
+                    " and the listed uids"
+                },
+                if w.secret.is_some() {
+                    ", with the secret"
+                } else {
+                    ""
+                }
+            );
+        }
         let m = memif::Memif::new(cfg).map_err(|e| format!("memif:socket={}: {e}", w.socket))?;
         Ok(Self {
             desc: format!(
@@ -258,6 +306,48 @@ impl Backend for MemifPort {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_and_uids_are_parsed() {
+        let w = MemifWire::parse("socket=@m,secret=s3cret,uid=1000/1001").unwrap();
+        assert_eq!(w.secret.as_deref(), Some("s3cret"));
+        assert_eq!(w.uids, vec![1000, 1001]);
+        assert!(MemifWire::parse("socket=@m,secret=").is_err());
+        assert!(MemifWire::parse(&format!("socket=@m,secret={}", "x".repeat(24))).is_err());
+        assert!(MemifWire::parse("socket=@m,uid=12/x").is_err());
+    }
+
+    /// A server port with a secret serves only clients that send it.
+    #[test]
+    fn a_server_port_with_a_secret_refuses_clients_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let w = MemifWire::parse(&format!("socket={},secret=abc", sock.display())).unwrap();
+        let mut port = MemifPort::open(&w, "t", 0).unwrap();
+        let mut now = 0;
+        for (secret, ok) in [(None, false), (Some("abd"), false), (Some("abc"), true)] {
+            let mut cfg =
+                memif::Config::new(memif::SocketName::Path(sock.clone()), memif::Role::Client);
+            cfg.secret = secret.map(str::to_string);
+            let mut peer = memif::Memif::new(cfg).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !(peer.is_connected() || peer.counters().handshake_errors > 0) {
+                assert!(std::time::Instant::now() < deadline, "no answer");
+                now += MAINTAIN_EVERY_NS;
+                port.maintain(now);
+                peer.poll_control().unwrap();
+            }
+            assert_eq!(peer.is_connected(), ok, "secret {secret:?}");
+            if !ok {
+                assert!(
+                    peer.last_error()
+                        .is_some_and(|e| e.contains("Incorrect secret")),
+                    "{:?}",
+                    peer.last_error()
+                );
+            }
+        }
+    }
 
     /// The NIC sees a private copy of each frame, never the peer's buffer,
     /// which the peer could rewrite between classification and storage.
