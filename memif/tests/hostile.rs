@@ -906,3 +906,257 @@ fn clients_of_other_users_are_refused_unless_listed() {
     // (The child leaving mid-handshake is counted; a refusal is not.)
     assert!(!server.last_error().is_some_and(|e| e.contains("uid")));
 }
+
+// ---- a hostile server, against our client ----
+
+/// A listening socket that accepts one connection at a time.
+struct FakeServer {
+    fd: OwnedFd,
+}
+
+impl FakeServer {
+    fn bind(path: &std::path::Path) -> FakeServer {
+        // SAFETY: test code: socket syscalls on our own fds and a zeroed
+        // sockaddr_un filled within its bounds.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK, 0);
+            assert!(fd >= 0);
+            let fd = OwnedFd::from_raw_fd(fd);
+            let mut a: libc::sockaddr_un = std::mem::zeroed();
+            a.sun_family = libc::AF_UNIX as _;
+            for (i, b) in path.as_os_str().as_encoded_bytes().iter().enumerate() {
+                a.sun_path[i] = *b as _;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            assert_eq!(
+                libc::bind(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len),
+                0
+            );
+            assert_eq!(libc::listen(fd.as_raw_fd(), 4), 0);
+            FakeServer { fd }
+        }
+    }
+
+    /// Waits for our client to connect, polling it meanwhile.
+    fn accept(&self, client: &mut Memif) -> Fake {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            client.poll_control().unwrap();
+            // SAFETY: plain syscall; a returned fd is new and ours.
+            let r = unsafe {
+                libc::accept4(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK,
+                )
+            };
+            if r >= 0 {
+                // SAFETY: r was just returned by accept4 and is ours.
+                let fd = unsafe { OwnedFd::from_raw_fd(r) };
+                return Fake { fd };
+            }
+            assert!(Instant::now() < deadline, "the client did not connect");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Fake {
+    /// The next message from our client and the fd that came with it,
+    /// polling the client meanwhile; None if it closed the socket.
+    fn recv_fd(&self, client: &mut Memif) -> Option<(Msg, Option<OwnedFd>)> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = [0u8; 256];
+        let mut ctl = [0u64; 8];
+        loop {
+            client.poll_control().unwrap();
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            // SAFETY: test code: recvmsg into local buffers; an SCM_RIGHTS
+            // payload is a new fd owned here.
+            unsafe {
+                let mut mh: libc::msghdr = std::mem::zeroed();
+                mh.msg_iov = &mut iov;
+                mh.msg_iovlen = 1;
+                mh.msg_control = ctl.as_mut_ptr().cast();
+                mh.msg_controllen = std::mem::size_of_val(&ctl) as _;
+                let n = libc::recvmsg(self.fd.as_raw_fd(), &mut mh, libc::MSG_DONTWAIT);
+                if n == 0 {
+                    return None;
+                }
+                if n > 0 {
+                    let c = libc::CMSG_FIRSTHDR(&mh);
+                    let fd = (!c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS).then(|| {
+                        OwnedFd::from_raw_fd(std::ptr::read_unaligned(
+                            libc::CMSG_DATA(c).cast::<RawFd>(),
+                        ))
+                    });
+                    let msg = Msg::decode(&buf[..n as usize]).expect("client sends valid messages");
+                    return Some((msg, fd));
+                }
+            }
+            assert!(Instant::now() < deadline, "no message from the client");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+fn hello(max_log2: u8) -> Msg {
+    Msg::Hello(memif::msg::Hello {
+        name: fixed_str("hostile-server"),
+        min_version: VERSION,
+        max_version: VERSION,
+        max_region: 254,
+        max_c2s_ring: 0,
+        max_s2c_ring: 0,
+        max_log2_ring_size: max_log2,
+    })
+}
+
+/// Polls the client until `done` or panics after 10 s.
+fn until(client: &mut Memif, what: &str, done: impl Fn(&Memif) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(client) {
+        client.poll_control().unwrap();
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs a correct handshake from the server side, mapping the client's
+/// region; returns the socket, the region and the S2C ring's offset.
+fn serve(fake: &Fake, client: &mut Memif) -> (Shm, usize) {
+    fake.send(&hello(4), None);
+    let mut region = None;
+    let mut s2c = None;
+    loop {
+        let (msg, fd) = fake.recv_fd(client).expect("client stays");
+        match msg {
+            Msg::AddRegion { size, .. } => {
+                let fd = fd.expect("region fd");
+                let len = size as usize;
+                // SAFETY: test code: maps the client's memfd.
+                let p = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        fd.as_raw_fd(),
+                        0,
+                    )
+                };
+                assert_ne!(p, libc::MAP_FAILED);
+                region = Some(Shm {
+                    ptr: p.cast(),
+                    len,
+                    fd,
+                });
+            }
+            Msg::AddRing(r) if r.flags & RING_FLAG_C2S == 0 => s2c = Some(r.offset as usize),
+            Msg::Connect { .. } => {
+                fake.send(
+                    &Msg::Connected {
+                        if_name: fixed_str("h"),
+                    },
+                    None,
+                );
+                break;
+            }
+            _ => {}
+        }
+        fake.send(&Msg::Ack, None);
+    }
+    until(client, "connected", Memif::is_connected);
+    (region.expect("a region"), s2c.expect("an S2C ring"))
+}
+
+/// A server that breaks the protocol in the handshake or on the rings:
+/// our client counts it, drops the connection with one clear reason, and
+/// carries on; nothing crashes or hangs.
+#[test]
+fn a_hostile_server_is_counted_and_survived() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.sock");
+    let evil = FakeServer::bind(&path);
+    let mut client = Memif::new(config(SocketName::Path(path.clone()), Role::Client, 4)).unwrap();
+    let mut errors = 0;
+    let mut refused = |client: &mut Memif, fake: Fake, want: &str| {
+        errors += 1;
+        until(client, want, |c| c.counters().handshake_errors == errors);
+        assert!(
+            client.last_error().is_some_and(|e| e.contains(want)),
+            "{:?} should say {want:?}",
+            client.last_error()
+        );
+        drop(fake);
+    };
+
+    // A short message instead of HELLO.
+    let f = evil.accept(&mut client);
+    f.send_raw(&[2, 0, 0], None);
+    refused(&mut client, f, "");
+    // An incompatible version.
+    let f = evil.accept(&mut client);
+    let mut h = hello(4).encode();
+    h[34..38].copy_from_slice(&[0, 9, 0, 9]);
+    f.send_raw(&h, None);
+    refused(&mut client, f, "version");
+    // CONNECTED before anything was set up, with a pipe attached.
+    let f = evil.accept(&mut client);
+    f.send(&hello(4), None);
+    assert!(matches!(f.recv_fd(&mut client), Some((Msg::Init(_), None))));
+    let mut pipe = [0; 2];
+    // SAFETY: test code: a new pipe, its ends owned below.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: both ends were just created and are owned only here.
+    let (r, _w) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    f.send(
+        &Msg::Connected {
+            if_name: fixed_str("x"),
+        },
+        Some(r.as_raw_fd()),
+    );
+    refused(&mut client, f, "unexpected");
+    // A full handshake, then a descriptor into a region that does not
+    // exist.
+    let f = evil.accept(&mut client);
+    let (shm, s2c) = serve(&f, &mut client);
+    assert_eq!(client.queues(), (1, 1));
+    shm.desc(
+        s2c,
+        0,
+        Desc {
+            flags: 0,
+            region: 7,
+            length: 60,
+            offset: 0,
+            metadata: 0,
+        },
+    );
+    shm.idx(s2c + 64).store(1, Ordering::Release);
+    assert_eq!(client.rx_burst(0, 32, |_| panic!("delivered")), 0);
+    assert_eq!(client.counters().bad_descriptor, 1);
+    until(&mut client, "teardown", |c| !c.is_connected());
+    assert!(matches!(
+        f.recv_fd(&mut client),
+        Some((Msg::Disconnect { .. }, _))
+    ));
+    drop((f, shm));
+    // A tail moved far beyond what the client posted.
+    let f = evil.accept(&mut client);
+    let (shm, s2c) = serve(&f, &mut client);
+    shm.idx(s2c + 64).store(5000, Ordering::Release);
+    assert_eq!(client.rx_burst(0, 32, |_| panic!("delivered")), 0);
+    assert_eq!(client.counters().ring_errors, 1);
+    until(&mut client, "teardown", |c| !c.is_connected());
+    drop((f, shm));
+    // The client still works with a well-behaved server afterwards.
+    let f = evil.accept(&mut client);
+    let (_shm, _s2c) = serve(&f, &mut client);
+    assert!(client.is_connected());
+    assert_eq!(client.counters().connects, 3);
+}
