@@ -147,6 +147,17 @@ impl Memif {
         }
     }
 
+    /// How many buffers `tx_burst` could fill on `queue` right now: free
+    /// descriptors of our ring (client), or buffers the peer posted that
+    /// we have not filled (server); 0 when not connected. A frame longer
+    /// than a buffer needs several. No system call.
+    pub fn tx_room(&self, queue: u16) -> usize {
+        match &self.state {
+            State::Connected(c) => c.session.tx_room(queue),
+            _ => 0,
+        }
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
     }

@@ -131,6 +131,11 @@ impl MemifWire {
     }
 }
 
+/// How long frames wait for a newly connected peer to post its first
+/// receive buffers before they are dropped (ring_full), in ns of the
+/// engine's clock.
+pub const FIRST_POST_WAIT_NS: u64 = 1_000_000_000;
+
 /// A port wired to a memif peer.
 pub struct MemifPort {
     desc: String,
@@ -140,6 +145,11 @@ pub struct MemifPort {
     /// before the NIC looks at it: a peer rewriting its buffer meanwhile
     /// cannot make what is classified differ from what is stored.
     rx_copy: Box<[u8]>,
+    /// The connection (memif's `connects` count) whose peer has posted
+    /// receive buffers at least once.
+    peer_posted: u64,
+    /// When the frames staged started waiting for the first buffers.
+    held_since: u64,
     last_maintain: u64,
     control_errors: u64,
     /// The queue the next receive starts at (round robin over the rings).
@@ -200,10 +210,31 @@ impl MemifPort {
             m,
             staged: Staging::default(),
             rx_copy: vec![0u8; MAX_FRAME].into_boxed_slice(),
+            peer_posted: 0,
+            held_since: 0,
             last_maintain: 0,
             control_errors: 0,
             next_queue: 0,
         })
+    }
+
+    /// Whether to keep the staged frames a while: the peer connected but
+    /// has not posted a receive buffer yet. A DPDK client posts its
+    /// buffers only when it first polls, and testpmd --tx-first sends its
+    /// first burst before that; an echo quicker than that first poll
+    /// found no buffer, and with the whole ping-pong population dropped
+    /// nothing ever came back. Once the peer has posted, frames that find
+    /// no buffer are dropped (ring_full) at once, as before.
+    fn wait_for_first_post(&mut self, now: u64) -> bool {
+        let connection = self.m.counters().connects;
+        if self.peer_posted == connection || !self.m.is_connected() {
+            return false;
+        }
+        if self.m.tx_room(0) > 0 {
+            self.peer_posted = connection;
+            return false;
+        }
+        now.saturating_sub(self.held_since) < FIRST_POST_WAIT_NS
     }
 
     fn send_staged(&mut self) {
@@ -249,15 +280,18 @@ impl Backend for MemifPort {
         n
     }
 
-    fn transmit(&mut self, frame: &[u8], _now: u64) {
+    fn transmit(&mut self, frame: &[u8], now: u64) {
+        if self.staged.is_empty() {
+            self.held_since = now;
+        }
         if !self.staged.push(frame) {
             self.send_staged();
             let _ = self.staged.push(frame);
         }
     }
 
-    fn flush(&mut self, _now: u64) {
-        if !self.staged.is_empty() {
+    fn flush(&mut self, now: u64) {
+        if !self.staged.is_empty() && !self.wait_for_first_post(now) {
             self.send_staged();
         }
     }
@@ -299,7 +333,9 @@ impl Backend for MemifPort {
     }
 
     fn finish(&mut self) {
-        self.flush(0);
+        if !self.staged.is_empty() {
+            self.send_staged();
+        }
     }
 }
 
@@ -347,6 +383,62 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Frames sent before a newly connected peer has posted any receive
+    /// buffer wait for it (at most FIRST_POST_WAIT_NS) instead of being
+    /// dropped; once it has posted, a full ring drops at once as before.
+    #[test]
+    fn frames_wait_for_the_peers_first_buffers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let w = MemifWire::parse(&format!("socket={}", sock.display())).unwrap();
+        let mut port = MemifPort::open(&w, "t", 0).unwrap();
+        let mut cfg = memif::Config::new(memif::SocketName::Path(sock), memif::Role::Client);
+        cfg.log2_ring_size = 4;
+        let mut peer = memif::Memif::new(cfg).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut now = 0;
+        while !(peer.is_connected() && port.m.is_connected()) {
+            assert!(std::time::Instant::now() < deadline, "no connection");
+            now += MAINTAIN_EVERY_NS;
+            port.maintain(now);
+            peer.poll_control().unwrap();
+        }
+        let ring_full =
+            |p: &MemifPort| p.drops().iter().find(|(k, _)| *k == "ring_full").unwrap().1;
+        let frames: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 60]).collect();
+        let send = |port: &mut MemifPort, fs: &[Vec<u8>], now: u64| {
+            for f in fs {
+                port.transmit(f, now);
+            }
+            port.flush(now);
+        };
+        // Our client posted its 16 buffers when it connected: 16 fit and
+        // the 4 that do not are dropped at once.
+        send(&mut port, &frames, now);
+        assert_eq!(ring_full(&port), 4);
+        // As if on a new connection whose peer has posted nothing yet (the
+        // ring is full, no room): frames wait instead.
+        port.peer_posted = 0;
+        send(&mut port, &frames[..4], now + 1);
+        assert_eq!(ring_full(&port), 4, "dropped before the first post");
+        let mut got = Vec::new();
+        assert_eq!(peer.rx_burst(0, 64, |f| got.push(f[0])), 16);
+        // The peer posted: the 4 go at the next flush.
+        port.flush(now + 2);
+        assert_eq!(peer.rx_burst(0, 64, |f| got.push(f[0])), 4);
+        let want: Vec<u8> = (0..16).chain(0..4).collect();
+        assert_eq!(got, want);
+        // A peer that never posts: after FIRST_POST_WAIT_NS they go (and
+        // are dropped, counted).
+        send(&mut port, &frames[..16], now + 3);
+        port.peer_posted = 0;
+        send(&mut port, &frames[..2], now + 4);
+        port.flush(now + 4 + FIRST_POST_WAIT_NS / 2);
+        assert_eq!(ring_full(&port), 4);
+        port.flush(now + 4 + FIRST_POST_WAIT_NS);
+        assert_eq!(ring_full(&port), 6);
     }
 
     /// The NIC sees a private copy of each frame, never the peer's buffer,
