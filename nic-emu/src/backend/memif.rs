@@ -9,12 +9,17 @@
 //! DPDK's and VPP's `secret=`); a client sends its `secret=`. A filesystem
 //! socket is also guarded by its file permissions; an abstract one by
 //! nothing else, which the port warns about when it opens.
+//!
 //! The rings are polled by the engine without system calls; the control
 //! channel (accepting or connecting, the handshake, a peer that leaves) is
-//! looked after every millisecond. Every descriptor, region, offset and
-//! length the peer gives is checked against what it registered: a hostile
-//! or buggy peer gets counted drops and a disconnect, never an
-//! out-of-bounds access (see the `memif` crate).
+//! looked after every millisecond. Frames for a newly connected peer
+//! wait until it has posted receive buffers once (a DPDK client does so
+//! only when it first polls), at most 1 s and 64 frames; after that a
+//! frame that finds no buffer is dropped and counted (`ring_full`).
+//! Every descriptor, region, offset and length the peer gives is checked
+//! against what it registered: a hostile or buggy peer gets counted drops
+//! and a disconnect, never an out-of-bounds access (see the `memif`
+//! crate).
 
 use serde::{Deserialize, Serialize};
 
