@@ -68,8 +68,9 @@ pub struct Config {
     /// least 2048 with a DPDK server, which writes up to one mbuf's data
     /// room (2048) into a buffer without looking at its length.
     pub buffer_size: u32,
-    /// Optional shared secret (at most 23 bytes): a client sends it; a
-    /// server with a secret refuses clients that do not send it.
+    /// Optional shared secret (at most 23 bytes; DPDK's and VPP's
+    /// `secret=`): a client sends it in INIT; a server with a secret
+    /// refuses clients that do not send it ("Incorrect secret").
     pub secret: Option<String>,
     /// This endpoint's name, sent in HELLO / INIT / CONNECT(ED). At most 31
     /// bytes are sent.
@@ -86,6 +87,16 @@ pub struct Config {
     /// (for example a zero-copy client's hugepage files), accepting that
     /// risk. Default false.
     pub allow_unsealed_regions: bool,
+    /// A server maps at most this many bytes of a client's regions in all
+    /// (each region is also at most 4 GiB: descriptor offsets are 32-bit).
+    /// Default 16 GiB.
+    pub max_region_bytes: u64,
+    /// A server serves only clients running as its own effective user or
+    /// as one of these user ids (the kernel's SO_PEERCRED on the
+    /// connection; a client in another user namespace shows as the
+    /// overflow id). Others are told "Permission denied" and counted in
+    /// `handshake_errors`. Default: none beyond our own.
+    pub peer_uids: Vec<u32>,
 }
 
 impl Config {
@@ -102,6 +113,8 @@ impl Config {
             name: String::from("memif-rs"),
             max_frame: 9216,
             allow_unsealed_regions: false,
+            max_region_bytes: 16 << 30,
+            peer_uids: Vec::new(),
         }
     }
 

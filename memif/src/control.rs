@@ -29,7 +29,7 @@ use crate::msg::{
     fixed_str, str_of, AddRing, Hello, Init, Msg, MODE_ETHERNET, RING_FLAG_C2S, VERSION,
 };
 use crate::ring::{ring_bytes, Ring, COOKIE, RING_FLAG_MASK_INT};
-use crate::shm::{eventfd, set_nonblocking, Region};
+use crate::shm::{check_eventfd, eventfd, Region, MAX_REGION_BYTES};
 use crate::sock::SeqPacket;
 use crate::{MemifError, Role};
 
@@ -175,6 +175,15 @@ impl ServerHs {
                 if usize::from(index) != self.regions.len() || usize::from(index) >= MAX_REGIONS {
                     return proto(format!("invalid region index {index}"));
                 }
+                let mapped: u64 = self.regions.iter().map(Region::len).sum();
+                // (A region above 4 GiB is refused by Region::map, saying so.)
+                if size <= MAX_REGION_BYTES && mapped.saturating_add(size) > cfg.max_region_bytes {
+                    return proto(format!(
+                        "region {index}: {size} bytes would exceed the {} bytes of \
+                         peer memory allowed",
+                        cfg.max_region_bytes
+                    ));
+                }
                 match Region::map(fd, size, cfg.allow_unsealed_regions) {
                     Ok(r) => self.regions.push(r),
                     Err(e) => return proto(format!("region {index}: {e}")),
@@ -224,6 +233,7 @@ impl ServerHs {
         let Some(eventfd) = fd else {
             return proto("ADD_RING without an eventfd");
         };
+        check_eventfd(eventfd.as_raw_fd()).map_err(HsError::Proto)?;
         if r.log2_ring_size > MAX_LOG2_RING_SIZE {
             return proto(format!("ring size 2^{} too large", r.log2_ring_size));
         }
@@ -306,8 +316,6 @@ fn take_rings(
             ring.flags()
                 .store(RING_FLAG_MASK_INT, std::sync::atomic::Ordering::Relaxed);
         }
-        set_nonblocking(spec.eventfd.as_raw_fd())
-            .map_err(|e| HsError::Proto(format!("bad eventfd: {e}")))?;
         queues.push(Queue::new(ring, spec.eventfd, None));
     }
     Ok(queues)

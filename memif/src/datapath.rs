@@ -424,6 +424,45 @@ impl Session {
         sent
     }
 
+    /// Descriptors `tx_burst` could fill on `queue` now (0 without one):
+    /// free slots of our ring (client), buffers the peer posted that we
+    /// have not filled (server). Relaxed loads: a count only; tx_burst
+    /// reads and checks the indices again.
+    pub fn tx_room(&self, queue: u16) -> usize {
+        let Some(q) = self.tx.get(usize::from(queue)) else {
+            return 0;
+        };
+        if self.fault.is_some() {
+            return 0;
+        }
+        let size = q.ring.size32();
+        let free = match self.role {
+            Role::Client => {
+                let tail = q.ring.tail().load(Ordering::Relaxed);
+                size.checked_sub(u32::from(q.next.wrapping_sub(tail)))
+            }
+            Role::Server => {
+                let head = q.ring.head().load(Ordering::Relaxed);
+                Some(u32::from(head.wrapping_sub(q.next))).filter(|&p| p <= size)
+            }
+        };
+        free.unwrap_or(0) as usize
+    }
+
+    /// Whether every rx ring is empty (all the peer published was
+    /// received), or the data path stopped on a fault.
+    pub fn rx_empty(&self) -> bool {
+        self.fault.is_some()
+            || self.rx.iter().all(|q| {
+                // Relaxed: only compared, never used to read a descriptor.
+                let produced = match self.role {
+                    Role::Server => q.ring.head().load(Ordering::Relaxed),
+                    Role::Client => q.ring.tail().load(Ordering::Relaxed),
+                };
+                produced == q.next
+            })
+    }
+
     /// Rx/tx queues in use.
     pub fn queues(&self) -> (u16, u16) {
         (self.rx.len() as u16, self.tx.len() as u16)

@@ -25,11 +25,17 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RECONNECT_DELAY: Duration = Duration::from_millis(100);
 /// At most this many control messages are handled per `poll_control`.
 const MSGS_PER_POLL: usize = 64;
+/// After the peer leaves, frames it had already published are still
+/// received for at most this long (its memory stays mapped on our side).
+pub const DRAIN_TIMEOUT: Duration = Duration::from_millis(100);
 
 enum State {
     Idle,
     Handshake(Box<Handshake>),
     Connected(Box<Connected>),
+    /// The peer left; what it published before is still received, until
+    /// the rings are empty or [`DRAIN_TIMEOUT`] passes.
+    Draining(Box<Connected>, Instant),
 }
 
 struct Connected {
@@ -78,12 +84,18 @@ impl Memif {
     /// (accept, memfd, mmap, eventfd, send), after which the endpoint is
     /// still usable and tries again on the next call.
     pub fn poll_control(&mut self) -> Result<(), MemifError> {
+        if let State::Draining(c, since) = &self.state {
+            // (A server that accepts a new client stops draining then.)
+            if c.session.rx_empty() || since.elapsed() > DRAIN_TIMEOUT {
+                self.state = State::Idle;
+            }
+        }
         match self.cfg.role {
             Role::Server => self.accept_pending()?,
             Role::Client => self.try_connect(),
         }
         match &self.state {
-            State::Idle => Ok(()),
+            State::Idle | State::Draining(..) => Ok(()),
             State::Handshake(_) => self.poll_handshake(),
             State::Connected(_) => {
                 self.poll_connected();
@@ -102,10 +114,14 @@ impl Memif {
     /// with each. Returns how many were delivered. A one-buffer frame is
     /// passed in place (in shared memory, valid only during the call); a
     /// chained one is reassembled first. No system call; nothing happens
-    /// when not connected or when `queue` does not exist.
+    /// when not connected or when `queue` does not exist. After the peer
+    /// left, what it had published is still received (for at most
+    /// [`DRAIN_TIMEOUT`]).
     pub fn rx_burst(&mut self, queue: u16, max: usize, f: impl FnMut(&[u8])) -> usize {
         match &mut self.state {
-            State::Connected(c) => c.session.rx_burst(&mut self.counters, queue, max, f),
+            State::Connected(c) | State::Draining(c, _) => {
+                c.session.rx_burst(&mut self.counters, queue, max, f)
+            }
             _ => 0,
         }
     }
@@ -131,6 +147,17 @@ impl Memif {
         }
     }
 
+    /// How many buffers `tx_burst` could fill on `queue` right now: free
+    /// descriptors of our ring (client), or buffers the peer posted that
+    /// we have not filled (server); 0 when not connected. A frame longer
+    /// than a buffer needs several. No system call.
+    pub fn tx_room(&self, queue: u16) -> usize {
+        match &self.state {
+            State::Connected(c) => c.session.tx_room(queue),
+            _ => 0,
+        }
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
@@ -139,10 +166,11 @@ impl Memif {
         &self.cfg
     }
 
-    /// (rx, tx) queues of the current connection; (0, 0) when there is none.
+    /// (rx, tx) queues of the current connection (or of the one being
+    /// drained); (0, 0) when there is none.
     pub fn queues(&self) -> (u16, u16) {
         match &self.state {
-            State::Connected(c) => c.session.queues(),
+            State::Connected(c) | State::Draining(c, _) => c.session.queues(),
             _ => (0, 0),
         }
     }
@@ -169,6 +197,15 @@ impl Memif {
             let Some(sock) = listener.accept().map_err(|e| MemifError::io("accept", e))? else {
                 return Ok(());
             };
+            if let State::Draining(..) = self.state {
+                self.state = State::Idle;
+            }
+            if let Err(why) = self.permitted(&sock) {
+                let _ = sock.send(&Msg::disconnect("Permission denied").encode(), None);
+                self.counters.handshake_errors += 1;
+                self.last_error = Some(why);
+                continue;
+            }
             if !matches!(self.state, State::Idle) {
                 let _ = sock.send(&Msg::disconnect("Already connected").encode(), None);
                 self.counters.handshake_errors += 1;
@@ -180,6 +217,28 @@ impl Memif {
             }
         }
         Ok(())
+    }
+
+    /// Whether the client at the other end of `sock` may use this server:
+    /// it runs as our effective user or one `Config::peer_uids` lists.
+    fn permitted(&self, sock: &SeqPacket) -> Result<(), String> {
+        let uid = sock
+            .peer_uid()
+            .map_err(|e| format!("cannot tell who connected (SO_PEERCRED): {e}"))?;
+        // SAFETY: geteuid has no preconditions.
+        let ours = unsafe { libc::geteuid() };
+        if uid == ours || self.cfg.peer_uids.contains(&uid) {
+            Ok(())
+        } else {
+            Err(format!(
+                "refused a client running as uid {uid} (allowed: {ours}{})",
+                self.cfg
+                    .peer_uids
+                    .iter()
+                    .map(|u| format!(", {u}"))
+                    .collect::<String>()
+            ))
+        }
     }
 
     fn try_connect(&mut self) {
@@ -275,6 +334,18 @@ impl Memif {
             },
         };
         if let Some((why, tell)) = why {
+            if !tell {
+                // The peer left in good order: receive what it had
+                // already published before letting go of its memory.
+                self.counters.disconnects += 1;
+                self.last_error = Some(why);
+                self.retry_at = Instant::now() + RECONNECT_DELAY;
+                let State::Connected(c) = std::mem::replace(&mut self.state, State::Idle) else {
+                    unreachable!("matched above")
+                };
+                self.state = State::Draining(c, Instant::now());
+                return;
+            }
             return self.disconnect(why, tell);
         }
         // We poll, so the peer should not signal us; empty the counters in
@@ -338,7 +409,7 @@ impl Drop for Memif {
         let sock = match &self.state {
             State::Handshake(hs) => &hs.sock,
             State::Connected(c) => &c.sock,
-            State::Idle => return,
+            State::Idle | State::Draining(..) => return,
         };
         let _ = sock.send(&Msg::disconnect("Device closed").encode(), None);
     }

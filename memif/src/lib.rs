@@ -42,7 +42,9 @@
 //! # What is checked
 //!
 //! Everything the peer controls: message sizes and types, handshake order,
-//! version, id, secret, region files (size, seals), ring placement, size and
+//! version, id, secret, region files (shared memory only, size, seals, at
+//! most 4 GiB each and `Config::max_region_bytes` in all), eventfds (that
+//! they are eventfds), ring placement, size and
 //! cookie, and on every frame each descriptor's region, offset and length
 //! and every index the peer moves. A server honours descriptors that point
 //! into any region the client registered (a DPDK zero-copy client points
@@ -70,7 +72,7 @@ mod sock;
 
 pub use config::{Config, Role, SocketName, MAX_LOG2_RING_SIZE, MAX_RINGS};
 pub use counters::Counters;
-pub use endpoint::{Memif, HANDSHAKE_TIMEOUT, RECONNECT_DELAY};
+pub use endpoint::{Memif, DRAIN_TIMEOUT, HANDSHAKE_TIMEOUT, RECONNECT_DELAY};
 pub use ring::{Desc, COOKIE, DESC_FLAG_NEXT, RING_FLAG_MASK_INT};
 
 /// Errors from creating or driving an endpoint.

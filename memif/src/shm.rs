@@ -6,6 +6,9 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
+/// Largest region a peer may register: descriptor offsets are 32-bit.
+pub const MAX_REGION_BYTES: u64 = 1 << 32;
+
 /// One mapped region.
 pub(crate) struct Region {
     ptr: NonNull<u8>,
@@ -20,8 +23,10 @@ unsafe impl Send for Region {}
 /// Why a peer's region was refused.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RegionError {
-    #[error("region size {0} is zero or too large")]
+    #[error("region size {0} is zero or above 4 GiB (descriptor offsets are 32-bit)")]
     BadSize(u64),
+    #[error("region file is not a memfd or shared-memory file")]
+    NotShm,
     #[error("region file is {file} bytes, smaller than the {claimed} announced")]
     TooSmall { file: u64, claimed: u64 },
     #[error("region file is not sealed against shrinking")]
@@ -78,12 +83,23 @@ impl Region {
         Ok(Region { ptr, len, fd })
     }
 
-    /// Maps a region the peer sent: its file must be at least `size` bytes
-    /// and, unless `allow_unsealed`, sealed against shrinking, so that no
+    /// Maps a region the peer sent: its file must be a memfd, tmpfs or
+    /// hugetlbfs file (memory, so that no access to it waits on anyone),
+    /// at least `size` bytes, `size` at most [`MAX_REGION_BYTES`], and,
+    /// unless `allow_unsealed`, sealed against shrinking, so that no
     /// access within `size` can fault.
     pub fn map(fd: OwnedFd, size: u64, allow_unsealed: bool) -> Result<Region, RegionError> {
-        if size == 0 || size > isize::MAX as u64 {
+        if size == 0 || size > MAX_REGION_BYTES {
             return Err(RegionError::BadSize(size));
+        }
+        // First, without asking the file's filesystem anything (a FUSE or
+        // network file could make any such call wait forever): only
+        // shared-memory files (memfd, tmpfs, hugetlbfs) have seals, so
+        // F_GET_SEALS fails on anything else (EINVAL).
+        // SAFETY: fcntl F_GET_SEALS only reads the fd's seals.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(RegionError::NotShm);
         }
         // SAFETY: stat is plain old data; fstat fills it for a valid fd.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -98,14 +114,20 @@ impl Region {
                 claimed: size,
             });
         }
-        // SAFETY: fcntl F_GET_SEALS only reads the fd's seals.
-        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
-        if !allow_unsealed && (seals < 0 || seals & libc::F_SEAL_SHRINK == 0) {
+        if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+            return Err(RegionError::NotShm);
+        }
+        if !allow_unsealed && seals & libc::F_SEAL_SHRINK == 0 {
             return Err(RegionError::Unsealed);
         }
         let len = size as usize;
         let ptr = mmap_shared(fd.as_raw_fd(), len).map_err(|e| RegionError::Os("mmap", e))?;
         Ok(Region { ptr, len, fd })
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> u64 {
+        self.len as u64
     }
 
     pub fn fd(&self) -> RawFd {
@@ -173,6 +195,23 @@ pub(crate) fn drain(fd: RawFd) {
     let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
 }
 
+/// Checks that a descriptor a peer sent as a ring's eventfd is one (and
+/// not a pipe, socket or file whose reads or writes could wait), without
+/// touching the file itself: the kernel names eventfds
+/// `anon_inode:[eventfd]` under /proc/self/fd. Then makes it
+/// non-blocking.
+pub(crate) fn check_eventfd(fd: RawFd) -> Result<(), String> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .map_err(|e| format!("cannot tell what the ring's eventfd is (/proc: {e})"))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(format!(
+            "the ring's eventfd is not an eventfd ({})",
+            link.display()
+        ));
+    }
+    set_nonblocking(fd).map_err(|e| format!("bad eventfd: {e}"))
+}
+
 /// Makes a descriptor received from a peer non-blocking, so that reading or
 /// writing it can never stall the engine.
 pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
@@ -221,13 +260,26 @@ mod tests {
             Region::map(dup(&ours), 0, false),
             Err(RegionError::BadSize(0))
         ));
-        let f = tempfile::tempfile().unwrap();
-        f.set_len(4096).unwrap();
+        // SAFETY: a new memfd, owned here; not sealed.
+        let f = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"t".as_ptr(), 0)) };
+        // SAFETY: sizes our own file.
+        assert_eq!(unsafe { libc::ftruncate(f.as_raw_fd(), 4096) }, 0);
         assert!(matches!(
-            Region::map(OwnedFd::from(f.try_clone().unwrap()), 4096, false),
+            Region::map(f.try_clone().unwrap(), 4096, false),
             Err(RegionError::Unsealed)
         ));
-        assert!(Region::map(OwnedFd::from(f), 4096, true).is_ok());
+        assert!(Region::map(f, 4096, true).is_ok());
+        // A file on disk is not memory, sealed or not.
+        let disk = tempfile::tempfile_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        disk.set_len(4096).unwrap();
+        assert!(matches!(
+            Region::map(OwnedFd::from(disk), 4096, true),
+            Err(RegionError::NotShm)
+        ));
+        assert!(matches!(
+            Region::map(dup(&ours), (1 << 32) + 1, false),
+            Err(RegionError::BadSize(_))
+        ));
     }
 
     #[test]

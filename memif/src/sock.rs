@@ -159,6 +159,28 @@ impl SeqPacket {
         Ok(())
     }
 
+    /// The user id of the process at the other end, as the kernel recorded
+    /// it when the connection was made (SO_PEERCRED).
+    pub fn peer_uid(&self) -> io::Result<u32> {
+        // SAFETY: ucred is plain old data; all-zero is valid.
+        let mut cred: libc::ucred = unsafe { zeroed() };
+        let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: cred/len point at a live ucred and its size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut cred as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(cred.uid)
+    }
+
     /// Receives one message into `buf` without blocking. `buf` should be
     /// longer than a message so that an over-long one shows as truncated.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Recv> {

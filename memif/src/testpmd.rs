@@ -94,6 +94,18 @@ impl TestPmd {
     }
 
     pub fn spawn_with(tag: &str, vdev: &str, fwd: &str, eal_extra: &[&str]) -> TestPmd {
+        TestPmd::spawn_full(tag, vdev, fwd, eal_extra, &[])
+    }
+
+    /// As [`TestPmd::spawn_with`], with testpmd's own options `app_extra`
+    /// (after `--`: `--txpkts=64`, `--tx-first`...).
+    pub fn spawn_full(
+        tag: &str,
+        vdev: &str,
+        fwd: &str,
+        eal_extra: &[&str],
+        app_extra: &[&str],
+    ) -> TestPmd {
         let prefix = format!("memif-test-{}-{tag}", std::process::id());
         let mut args: Vec<&str> = eal_extra.to_vec();
         let vdev_arg = format!("--vdev={vdev}");
@@ -118,6 +130,7 @@ impl TestPmd {
             &fwd_arg,
             "-a",
         ]);
+        args.extend(app_extra);
         let cmdline = format!("dpdk-testpmd {}", args.join(" "));
         eprintln!("running: {cmdline}");
         let mut child = Command::new("dpdk-testpmd")

@@ -265,3 +265,39 @@ fn a_server_refuses_to_replace_a_regular_file() {
     assert!(matches!(r, Err(MemifError::NotASocket(_))));
     assert_eq!(std::fs::read(&path).unwrap(), b"data");
 }
+
+#[test]
+fn frames_published_before_the_peer_leaves_are_still_received() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, mut client) = pair(SocketName::Path(dir.path().join("m.sock")), 6, |_| {});
+    let frames: Vec<Vec<u8>> = (0..40).map(|s| frame(s, 60 + s as usize)).collect();
+    assert_eq!(client.tx_burst(0, frames.iter().map(Vec::as_slice)), 40);
+    assert_eq!(server.tx_burst(0, frames.iter().map(Vec::as_slice)), 40);
+    // The client leaves (DISCONNECT, then its socket closes) with all 40
+    // still on the ring; the server notices before it reads them.
+    drop(client);
+    common::pump(&mut [&mut server], 5, "the server notices", |e| {
+        !e[0].is_connected()
+    });
+    assert_eq!(server.counters().disconnects, 1);
+    let mut n = 0;
+    server.rx_burst(0, 16, |f| {
+        assert_eq!(f, frames[n].as_slice());
+        n += 1;
+    });
+    server.poll_control().unwrap();
+    server.rx_burst(0, 100, |f| {
+        assert_eq!(f, frames[n].as_slice());
+        n += 1;
+    });
+    assert_eq!(n, 40, "every frame published before the peer left");
+    // Nothing is sent meanwhile: the link is down.
+    assert_eq!(server.tx_burst(0, [&frames[0][..]]), 0);
+    assert_eq!(server.counters().link_down, 1);
+    // Drained: the connection is gone, and the next client is served.
+    server.poll_control().unwrap();
+    assert_eq!(server.queues(), (0, 0));
+    let sock = SocketName::Path(dir.path().join("m.sock"));
+    let mut again = Memif::new(config(sock, Role::Client, 6)).unwrap();
+    common::connect(&mut server, &mut again);
+}

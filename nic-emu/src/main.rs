@@ -40,7 +40,7 @@ enum Cmd {
         /// (capture files; replay starts once the port has a receiver);
         /// tap:NAME (a TAP device: the kernel's stack; root);
         /// afpacket:IFACE (an existing interface, AF_PACKET rings; root);
-        /// memif:socket=PATH|@NAME[,role=server|client,id=N,rings=N,ring-size=N,buffer-size=N]
+        /// memif:socket=PATH|@NAME[,role=server|client,id=N,rings=N,ring-size=N,buffer-size=N,secret=S,uid=N/N...]
         /// (DPDK's or VPP's shared-memory interface).
         #[arg(long = "port", default_value = "loopback")]
         ports: Vec<String>,

@@ -1,13 +1,25 @@
-//! `memif:socket=PATH[,role=server|client][,id=N][,rings=N][,ring-size=N][,buffer-size=N]`:
+//! `memif:socket=PATH[,role=server|client][,id=N][,rings=N][,ring-size=N][,buffer-size=N][,secret=S][,uid=N/N...]`:
 //! a port whose peer is a DPDK (`net_memif`) or VPP application, through
 //! the shared-memory packet interface, protocol 2.0, copy mode. `PATH` is a
 //! filesystem socket, or `@name` for an abstract one (DPDK's default).
+//!
+//! Who may connect: a server serves only clients running as the NIC's own
+//! user or one `uid=` lists (the kernel's record of the connecting
+//! process), and with `secret=` only clients that send that secret (as
+//! DPDK's and VPP's `secret=`); a client sends its `secret=`. A filesystem
+//! socket is also guarded by its file permissions; an abstract one by
+//! nothing else, which the port warns about when it opens.
+//!
 //! The rings are polled by the engine without system calls; the control
 //! channel (accepting or connecting, the handshake, a peer that leaves) is
-//! looked after every millisecond. Every descriptor, region, offset and
-//! length the peer gives is checked against what it registered: a hostile
-//! or buggy peer gets counted drops and a disconnect, never an
-//! out-of-bounds access (see the `memif` crate).
+//! looked after every millisecond. Frames for a newly connected peer
+//! wait until it has posted receive buffers once (a DPDK client does so
+//! only when it first polls), at most 1 s and 64 frames; after that a
+//! frame that finds no buffer is dropped and counted (`ring_full`).
+//! Every descriptor, region, offset and length the peer gives is checked
+//! against what it registered: a hostile or buggy peer gets counted drops
+//! and a disconnect, never an out-of-bounds access (see the `memif`
+//! crate).
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +42,12 @@ pub struct MemifWire {
     pub ring_size: u32,
     /// Bytes per buffer.
     pub buffer_size: u32,
+    /// Shared secret sent (client) or required (server) in INIT.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// User ids served besides the NIC's own (server).
+    #[serde(default)]
+    pub uids: Vec<u32>,
 }
 
 impl MemifWire {
@@ -42,6 +60,8 @@ impl MemifWire {
             rings: 1,
             ring_size: 1024,
             buffer_size: 2048,
+            secret: None,
+            uids: Vec::new(),
         };
         let mut seen = Vec::new();
         let num = |k: &str, v: &str| -> Result<u64, String> {
@@ -89,9 +109,22 @@ impl MemifWire {
                         _ => return Err(format!("memif buffer-size {v}: 128 to 65536")),
                     }
                 }
+                "secret" => {
+                    if v.is_empty() || v.len() > 23 {
+                        return Err("memif secret: 1 to 23 bytes".into());
+                    }
+                    w.secret = Some(v.to_string());
+                }
+                "uid" => {
+                    for u in v.split('/') {
+                        w.uids.push(u32::try_from(num(k, u)?).map_err(|_| {
+                            format!("memif uid {u}: at most {}", u32::MAX)
+                        })?);
+                    }
+                }
                 _ => {
                     return Err(format!(
-                    "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size)"
+                    "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size, secret, uid)"
                 ))
                 }
             }
@@ -103,11 +136,25 @@ impl MemifWire {
     }
 }
 
+/// How long frames wait for a newly connected peer to post its first
+/// receive buffers before they are dropped (ring_full), in ns of the
+/// engine's clock.
+pub const FIRST_POST_WAIT_NS: u64 = 1_000_000_000;
+
 /// A port wired to a memif peer.
 pub struct MemifPort {
     desc: String,
     m: memif::Memif,
     staged: Staging,
+    /// Each received frame is copied here once, out of the peer's memory,
+    /// before the NIC looks at it: a peer rewriting its buffer meanwhile
+    /// cannot make what is classified differ from what is stored.
+    rx_copy: Box<[u8]>,
+    /// The connection (memif's `connects` count) whose peer has posted
+    /// receive buffers at least once.
+    peer_posted: u64,
+    /// When the frames staged started waiting for the first buffers.
+    held_since: u64,
     last_maintain: u64,
     control_errors: u64,
     /// The queue the next receive starts at (round robin over the rings).
@@ -138,6 +185,26 @@ impl MemifPort {
         cfg.max_frame = MAX_FRAME as u32;
         cfg.name = format!("enso-{device}-{port}");
         cfg.name.truncate(31);
+        cfg.secret = w.secret.clone();
+        cfg.peer_uids = w.uids.clone();
+        if w.server && w.socket.starts_with('@') {
+            eprintln!(
+                "warning: memif:socket={} is an abstract socket, which has no file \
+                 permissions: any process in this network namespace can reach it \
+                 (only the NIC's user{} is served{}); a filesystem path is safer",
+                w.socket,
+                if w.uids.is_empty() {
+                    ""
+                } else {
+                    " and the listed uids"
+                },
+                if w.secret.is_some() {
+                    ", with the secret"
+                } else {
+                    ""
+                }
+            );
+        }
         let m = memif::Memif::new(cfg).map_err(|e| format!("memif:socket={}: {e}", w.socket))?;
         Ok(Self {
             desc: format!(
@@ -147,10 +214,32 @@ impl MemifPort {
             ),
             m,
             staged: Staging::default(),
+            rx_copy: vec![0u8; MAX_FRAME].into_boxed_slice(),
+            peer_posted: 0,
+            held_since: 0,
             last_maintain: 0,
             control_errors: 0,
             next_queue: 0,
         })
+    }
+
+    /// Whether to keep the staged frames a while: the peer connected but
+    /// has not posted a receive buffer yet. A DPDK client posts its
+    /// buffers only when it first polls, and testpmd --tx-first sends its
+    /// first burst before that; an echo quicker than that first poll
+    /// found no buffer, and with the whole ping-pong population dropped
+    /// nothing ever came back. Once the peer has posted, frames that find
+    /// no buffer are dropped (ring_full) at once, as before.
+    fn wait_for_first_post(&mut self, now: u64) -> bool {
+        let connection = self.m.counters().connects;
+        if self.peer_posted == connection || !self.m.is_connected() {
+            return false;
+        }
+        if self.m.tx_room(0) > 0 {
+            self.peer_posted = connection;
+            return false;
+        }
+        now.saturating_sub(self.held_since) < FIRST_POST_WAIT_NS
     }
 
     fn send_staged(&mut self) {
@@ -172,31 +261,42 @@ impl Backend for MemifPort {
     }
 
     fn receive(&mut self, _now: u64, budget: usize, deliver: &mut dyn FnMut(&[u8])) -> usize {
-        if !self.m.is_connected() {
+        // Also while a peer that left is drained: what it published before
+        // it went still arrives.
+        let (rx_queues, _) = self.m.queues();
+        if rx_queues == 0 {
             return 0;
         }
-        let (rx_queues, _) = self.m.queues();
         let mut n = 0;
         for i in 0..rx_queues {
             if n >= budget {
                 break;
             }
             let q = (self.next_queue + i) % rx_queues.max(1);
-            n += self.m.rx_burst(q, budget - n, |f| deliver(f));
+            let copy = &mut self.rx_copy;
+            n += self.m.rx_burst(q, budget - n, |f| {
+                // memif delivers at most max_frame = MAX_FRAME bytes.
+                let len = f.len().min(copy.len());
+                copy[..len].copy_from_slice(&f[..len]);
+                deliver(&copy[..len]);
+            });
         }
         self.next_queue = self.next_queue.wrapping_add(1) % rx_queues.max(1);
         n
     }
 
-    fn transmit(&mut self, frame: &[u8], _now: u64) {
+    fn transmit(&mut self, frame: &[u8], now: u64) {
+        if self.staged.is_empty() {
+            self.held_since = now;
+        }
         if !self.staged.push(frame) {
             self.send_staged();
             let _ = self.staged.push(frame);
         }
     }
 
-    fn flush(&mut self, _now: u64) {
-        if !self.staged.is_empty() {
+    fn flush(&mut self, now: u64) {
+        if !self.staged.is_empty() && !self.wait_for_first_post(now) {
             self.send_staged();
         }
     }
@@ -220,6 +320,10 @@ impl Backend for MemifPort {
             ("tx_chained", c.tx_chained),
             ("connects", c.connects),
             ("disconnects", c.disconnects),
+            // Events, not frames: kept out of the drops, which count frames.
+            ("handshake_errors", c.handshake_errors),
+            ("ring_errors", c.ring_errors),
+            ("control_errors", self.control_errors),
         ]
     }
 
@@ -227,16 +331,150 @@ impl Backend for MemifPort {
         let c = self.m.counters();
         vec![
             ("bad_descriptor", c.bad_descriptor),
-            ("ring_errors", c.ring_errors),
             ("ring_full", c.ring_full),
             ("oversize", c.oversize),
             ("link_down", c.link_down),
-            ("handshake_errors", c.handshake_errors),
-            ("control_errors", self.control_errors),
         ]
     }
 
     fn finish(&mut self) {
-        self.flush(0);
+        if !self.staged.is_empty() {
+            self.send_staged();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_and_uids_are_parsed() {
+        let w = MemifWire::parse("socket=@m,secret=s3cret,uid=1000/1001").unwrap();
+        assert_eq!(w.secret.as_deref(), Some("s3cret"));
+        assert_eq!(w.uids, vec![1000, 1001]);
+        assert!(MemifWire::parse("socket=@m,secret=").is_err());
+        assert!(MemifWire::parse(&format!("socket=@m,secret={}", "x".repeat(24))).is_err());
+        assert!(MemifWire::parse("socket=@m,uid=12/x").is_err());
+    }
+
+    /// A server port with a secret serves only clients that send it.
+    #[test]
+    fn a_server_port_with_a_secret_refuses_clients_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let w = MemifWire::parse(&format!("socket={},secret=abc", sock.display())).unwrap();
+        let mut port = MemifPort::open(&w, "t", 0).unwrap();
+        let mut now = 0;
+        for (secret, ok) in [(None, false), (Some("abd"), false), (Some("abc"), true)] {
+            let mut cfg =
+                memif::Config::new(memif::SocketName::Path(sock.clone()), memif::Role::Client);
+            cfg.secret = secret.map(str::to_string);
+            let mut peer = memif::Memif::new(cfg).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !(peer.is_connected() || peer.counters().handshake_errors > 0) {
+                assert!(std::time::Instant::now() < deadline, "no answer");
+                now += MAINTAIN_EVERY_NS;
+                port.maintain(now);
+                peer.poll_control().unwrap();
+            }
+            assert_eq!(peer.is_connected(), ok, "secret {secret:?}");
+            if !ok {
+                assert!(
+                    peer.last_error()
+                        .is_some_and(|e| e.contains("Incorrect secret")),
+                    "{:?}",
+                    peer.last_error()
+                );
+            }
+        }
+    }
+
+    /// Frames sent before a newly connected peer has posted any receive
+    /// buffer wait for it (at most FIRST_POST_WAIT_NS) instead of being
+    /// dropped; once it has posted, a full ring drops at once as before.
+    #[test]
+    fn frames_wait_for_the_peers_first_buffers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let w = MemifWire::parse(&format!("socket={}", sock.display())).unwrap();
+        let mut port = MemifPort::open(&w, "t", 0).unwrap();
+        let mut cfg = memif::Config::new(memif::SocketName::Path(sock), memif::Role::Client);
+        cfg.log2_ring_size = 4;
+        let mut peer = memif::Memif::new(cfg).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut now = 0;
+        while !(peer.is_connected() && port.m.is_connected()) {
+            assert!(std::time::Instant::now() < deadline, "no connection");
+            now += MAINTAIN_EVERY_NS;
+            port.maintain(now);
+            peer.poll_control().unwrap();
+        }
+        let ring_full =
+            |p: &MemifPort| p.drops().iter().find(|(k, _)| *k == "ring_full").unwrap().1;
+        let frames: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 60]).collect();
+        let send = |port: &mut MemifPort, fs: &[Vec<u8>], now: u64| {
+            for f in fs {
+                port.transmit(f, now);
+            }
+            port.flush(now);
+        };
+        // Our client posted its 16 buffers when it connected: 16 fit and
+        // the 4 that do not are dropped at once.
+        send(&mut port, &frames, now);
+        assert_eq!(ring_full(&port), 4);
+        // As if on a new connection whose peer has posted nothing yet (the
+        // ring is full, no room): frames wait instead.
+        port.peer_posted = 0;
+        send(&mut port, &frames[..4], now + 1);
+        assert_eq!(ring_full(&port), 4, "dropped before the first post");
+        let mut got = Vec::new();
+        assert_eq!(peer.rx_burst(0, 64, |f| got.push(f[0])), 16);
+        // The peer posted: the 4 go at the next flush.
+        port.flush(now + 2);
+        assert_eq!(peer.rx_burst(0, 64, |f| got.push(f[0])), 4);
+        let want: Vec<u8> = (0..16).chain(0..4).collect();
+        assert_eq!(got, want);
+        // A peer that never posts: after FIRST_POST_WAIT_NS they go (and
+        // are dropped, counted).
+        send(&mut port, &frames[..16], now + 3);
+        port.peer_posted = 0;
+        send(&mut port, &frames[..2], now + 4);
+        port.flush(now + 4 + FIRST_POST_WAIT_NS / 2);
+        assert_eq!(ring_full(&port), 4);
+        port.flush(now + 4 + FIRST_POST_WAIT_NS);
+        assert_eq!(ring_full(&port), 6);
+    }
+
+    /// The NIC sees a private copy of each frame, never the peer's buffer,
+    /// which the peer could rewrite between classification and storage.
+    #[test]
+    fn frames_reach_the_nic_from_the_ports_own_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("m.sock");
+        let w = MemifWire::parse(&format!("socket={},ring-size=16", sock.display())).unwrap();
+        let mut port = MemifPort::open(&w, "t", 0).unwrap();
+        let mut peer = memif::Memif::new(memif::Config::new(
+            memif::SocketName::Path(sock),
+            memif::Role::Client,
+        ))
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut now = 0;
+        while !(peer.is_connected() && port.m.is_connected()) {
+            assert!(std::time::Instant::now() < deadline, "no connection");
+            now += MAINTAIN_EVERY_NS;
+            port.maintain(now);
+            peer.poll_control().unwrap();
+        }
+        let frames: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60 + usize::from(i)]).collect();
+        assert_eq!(peer.tx_burst(0, frames.iter().map(Vec::as_slice)), 4);
+        let own = port.rx_copy.as_ptr_range();
+        let mut got = Vec::new();
+        port.receive(now, 64, &mut |f: &[u8]| {
+            assert!(own.contains(&f.as_ptr()), "frame handed over in place");
+            got.push(f.to_vec());
+        });
+        assert_eq!(got, frames);
     }
 }
