@@ -169,6 +169,12 @@ int enso_recv(enso_device_t *dev, int pipe, enso_batch_t *batch);
 /* As enso_recv() without consuming; enso_confirm() consumes part. */
 int enso_peek(enso_device_t *dev, int pipe, enso_batch_t *batch);
 int enso_confirm(enso_device_t *dev, int pipe, size_t bytes);
+/* As enso_recv(), bounded: at most max_pkts whole frames in at most
+ * max_bytes bytes of the pipe (batch->len says how many); the rest stays
+ * for the next receive. A frame's offset is its address from
+ * enso_batch_next() minus batch->data (behind a marker flit too). */
+int enso_recv_max(enso_device_t *dev, int pipe, size_t max_bytes, size_t max_pkts,
+                  enso_batch_t *batch);
 /* Gives the last `bytes` consumed back: the next receive returns them. */
 int enso_unconsume(enso_device_t *dev, int pipe, size_t bytes);
 /* Hands the first `bytes` consumed (a multiple of 64) back to the NIC. */

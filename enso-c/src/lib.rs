@@ -881,6 +881,40 @@ pub unsafe extern "C" fn enso_peek(
     unsafe { take(dev, pipe, batch, false) }
 }
 
+/// As [`enso_recv`], bounded: at most `max_pkts` whole frames in at most
+/// `max_bytes` bytes of the pipe (marker flits and padding included; the
+/// batch's `len` says how many). Frames past either bound stay for the
+/// next receive. A frame's offset in the batch is its address (from
+/// [`enso_batch_next`]) minus `data`, right behind a marker flit too.
+///
+/// # Safety
+/// As [`enso_recv`].
+#[no_mangle]
+pub unsafe extern "C" fn enso_recv_max(
+    dev: *mut EnsoDevice,
+    pipe: c_int,
+    max_bytes: usize,
+    max_pkts: usize,
+    batch: *mut EnsoBatch,
+) -> c_int {
+    on_device!(dev, |d| {
+        if batch.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null batch"));
+        }
+        let p = d.rx(pipe)?;
+        let mut b = d.dev.recv_max(p, max_bytes, max_pkts)?;
+        let bytes = b.bytes_mut();
+        let v = EnsoBatch {
+            data: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            next: 0,
+        };
+        // SAFETY: non-null and, by the caller's contract, writable.
+        unsafe { batch.write(v) };
+        Ok(ENSO_OK)
+    })
+}
+
 /// Marks the first `bytes` of a peeked batch as consumed.
 ///
 /// # Safety

@@ -347,3 +347,45 @@ fn a_second_device_handle_has_its_own_pipes() {
         assert_eq!(enso_device_close(b), ENSO_OK);
     }
 }
+
+#[test]
+fn recv_max_takes_whole_frames_within_both_bounds() {
+    let s = loopback_device("recvmax");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        // 2 flits, 1 flit, 2 flits.
+        let sent = [frame(1, 1, 100), frame(1, 2, 64), frame(1, 3, 128)];
+        send_frames(dev, tx, &sent);
+        let mut b = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        let start = Instant::now();
+        while b.len < 5 * 64 {
+            assert_eq!(enso_peek(dev, rx, &mut b), ENSO_OK);
+            assert_eq!(enso_prefetch(dev, rx), ENSO_OK);
+            assert!(start.elapsed() < Duration::from_secs(10), "nothing arrived");
+        }
+        // The first two frames take 128 + 64 bytes: 191 holds only one.
+        assert_eq!(enso_recv_max(dev, rx, 191, 10, &mut b), ENSO_OK);
+        assert_eq!(b.len, 128);
+        assert_eq!(frames_of(&mut b), vec![sent[0].clone()]);
+        assert_eq!(enso_recv_max(dev, rx, 1 << 20, 1, &mut b), ENSO_OK);
+        assert_eq!(b.len, 64);
+        assert_eq!(frames_of(&mut b), vec![sent[1].clone()]);
+        assert_eq!(enso_recv_max(dev, rx, 127, 10, &mut b), ENSO_OK);
+        assert_eq!(b.len, 0, "the last frame is larger than the bound");
+        assert_eq!(enso_recv_max(dev, rx, 128, 10, &mut b), ENSO_OK);
+        assert_eq!(frames_of(&mut b), vec![sent[2].clone()]);
+        assert_eq!(
+            enso_recv_max(dev, rx, 128, 10, ptr::null_mut()),
+            ENSO_ERR_INVALID
+        );
+        assert_eq!(enso_free_all(dev, rx), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}

@@ -191,7 +191,7 @@ mod shared;
 pub mod socket;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
-pub use batch::{Packets, PacketsMut, RxBatch};
+pub use batch::{FrameSpan, Frames, Packets, PacketsMut, RxBatch};
 pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
 pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;

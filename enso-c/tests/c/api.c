@@ -88,6 +88,7 @@ int main(void) {
     EXPECT_CODE(enso_next_pipe_with_data(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_recv(NULL, 0, &b), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_peek(NULL, 0, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_recv_max(NULL, 0, 4096, 8, &b), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_confirm(NULL, 0, 64), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_unconsume(NULL, 0, 64), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_free(NULL, 0, 64), ENSO_ERR_INVALID);
