@@ -73,6 +73,12 @@ extern "C" {
 /* A bug in the library; close the device (it refuses further calls). */
 #define ENSO_ERR_INTERNAL (-19)
 
+/* Timestamp formats (enso_set_timestamping_as, enso_rtt_ns). */
+#define ENSO_TS_NATIVE 0
+#define ENSO_TS_ENSO 1
+/* Ensō's default timestamp offset (its kDefaultRttOffset). */
+#define ENSO_DEFAULT_RTT_OFFSET 18
+
 /* An attachment to a device (opaque). */
 typedef struct EnsoDevice enso_device_t;
 
@@ -218,6 +224,13 @@ int enso_write_frame(uint8_t *out, size_t out_len, const uint8_t *frame, size_t 
  * a negative offset turns it off. */
 int enso_set_timestamping(enso_device_t *dev, uint32_t port, int offset);
 /* Bursts of `num` flits every `den` cycles of 200 MHz; 0/0 removes it. */
+/* As enso_set_timestamping(), in format ENSO_TS_ENSO (the real NIC's:
+ * big-endian 5 ns cycles, as Ensō's get_pkt_rtt reads) or ENSO_TS_NATIVE
+ * (little-endian nanoseconds). */
+int enso_set_timestamping_as(enso_device_t *dev, uint32_t port, int offset, int format);
+/* The round-trip time (ns) a port wrote into a received frame at `offset`
+ * in `format`, into *rtt_ns; ENSO_ERR_INVALID if the frame is too short. */
+int enso_rtt_ns(const uint8_t *frame, size_t len, size_t offset, int format, uint64_t *rtt_ns);
 int enso_set_rate_limit(enso_device_t *dev, uint32_t port, uint32_t num, uint32_t den);
 
 #ifdef __cplusplus

@@ -30,7 +30,7 @@ use std::path::Path;
 
 use enso::{
     AllocError, AttachError, ConfigError, Device, DeviceError, DeviceOptions, FlowRule, FreeError,
-    RecvError, RxPipe, RxTxPipe, SendError, TxPipe,
+    RecvError, RxPipe, RxTxPipe, SendError, TsFormat, TxPipe,
 };
 use enso_abi::wire::{self, FLIT};
 
@@ -76,6 +76,15 @@ pub const ENSO_ERR_STALLED: c_int = -17;
 pub const ENSO_ERR_GONE: c_int = -18;
 /// A bug in the library (a caught panic); close the device.
 pub const ENSO_ERR_INTERNAL: c_int = -19;
+
+/// Timestamp format: the emulator's own (little-endian nanoseconds).
+pub const ENSO_TS_NATIVE: c_int = 0;
+/// Timestamp format: the real Ensō NIC's (big-endian cycles of 5 ns), as
+/// Ensō's `get_pkt_rtt` reads it.
+pub const ENSO_TS_ENSO: c_int = 1;
+/// Ensō's default timestamp offset (its `kDefaultRttOffset`).
+pub const ENSO_DEFAULT_RTT_OFFSET: c_int = 18;
+const _: () = assert!(ENSO_DEFAULT_RTT_OFFSET == enso::DEFAULT_RTT_OFFSET as c_int);
 
 /// The first TX pipe handle; RX and RX/TX handles are below it.
 pub const TX_HANDLE_BASE: c_int = 0x10000;
@@ -1236,6 +1245,84 @@ pub unsafe extern "C" fn enso_set_timestamping(
             }
         };
         d.dev.set_timestamping(port, offset)?;
+        Ok(ENSO_OK)
+    })
+}
+
+fn ts_format(format: c_int) -> Result<TsFormat, Failure> {
+    match format {
+        ENSO_TS_NATIVE => Ok(TsFormat::Native),
+        ENSO_TS_ENSO => Ok(TsFormat::Enso),
+        _ => Err(Failure::new(
+            ENSO_ERR_INVALID,
+            format!("timestamp format {format} is neither ENSO_TS_NATIVE nor ENSO_TS_ENSO"),
+        )),
+    }
+}
+
+/// As [`enso_set_timestamping`], in `format`: [`ENSO_TS_ENSO`] writes
+/// what the real Ensō NIC writes (big-endian cycles of 5 ns, read by
+/// Ensō's `get_pkt_rtt` and by [`enso_rtt_ns`]), [`ENSO_TS_NATIVE`]
+/// little-endian nanoseconds.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_set_timestamping_as(
+    dev: *mut EnsoDevice,
+    port: u32,
+    offset: c_int,
+    format: c_int,
+) -> c_int {
+    on_device!(dev, |d| {
+        d.port(port)?;
+        let format = ts_format(format)?;
+        let offset = match offset {
+            o if o < 0 => None,
+            0..=60 => Some(offset as u8),
+            _ => {
+                return Err(Failure::new(
+                    ENSO_ERR_INVALID,
+                    format!("timestamp offset {offset} is not in 0..=60"),
+                ))
+            }
+        };
+        d.dev.set_timestamping_as(port, offset, format)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// Reads the round-trip time a port with timestamping on wrote into a
+/// received frame (`len` bytes at `frame`) at `offset` in `format`, in
+/// nanoseconds, into `*rtt_ns`. [`ENSO_ERR_INVALID`] if the frame is too
+/// short to hold it (or a pointer is null, or the format unknown).
+///
+/// # Safety
+/// `frame` is null or valid for `len` bytes of reads; `rtt_ns` is null or
+/// valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_rtt_ns(
+    frame: *const u8,
+    len: usize,
+    offset: usize,
+    format: c_int,
+    rtt_ns: *mut u64,
+) -> c_int {
+    guard(|| {
+        if frame.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null frame"));
+        }
+        let format = ts_format(format)?;
+        // SAFETY: non-null and, by the caller's contract, `len` readable bytes.
+        let f = unsafe { std::slice::from_raw_parts(frame, len) };
+        let ns = enso::rtt_ns(f, offset, format).ok_or_else(|| {
+            Failure::new(
+                ENSO_ERR_INVALID,
+                format!("a frame of {len} bytes holds no timestamp at {offset}"),
+            )
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { put(rtt_ns, ns, "rtt pointer") }?;
         Ok(ENSO_OK)
     })
 }

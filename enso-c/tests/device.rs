@@ -389,3 +389,36 @@ fn recv_max_takes_whole_frames_within_both_bounds() {
         assert_eq!(enso_device_close(dev), ENSO_OK);
     }
 }
+
+#[test]
+fn timestamps_in_ensos_format_come_back_as_round_trip_times() {
+    let s = loopback_device("ts");
+    let dev = s.open(None);
+    let off = ENSO_DEFAULT_RTT_OFFSET as usize;
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        assert_eq!(
+            enso_set_timestamping_as(dev, 0, off as i32, 7),
+            ENSO_ERR_INVALID
+        );
+        assert_eq!(
+            enso_set_timestamping_as(dev, 0, off as i32, ENSO_TS_ENSO),
+            ENSO_OK
+        );
+        send_frames(dev, tx, &[frame(1, 1, 64)]);
+        let (p, mut b) = recv_next(dev);
+        assert_eq!(p, rx);
+        let (mut f, mut n) = (ptr::null_mut(), 0usize);
+        assert_eq!(enso_batch_next(&mut b, &mut f, &mut n), 1);
+        let mut rtt = u64::MAX;
+        assert_eq!(enso_rtt_ns(f, n, off, ENSO_TS_ENSO, &mut rtt), ENSO_OK);
+        let raw = std::slice::from_raw_parts(f.add(off), 4);
+        assert_eq!(rtt, u32::from_be_bytes(raw.try_into().unwrap()) as u64 * 5);
+        assert!(rtt < 1_000_000_000, "{rtt} ns");
+        assert_eq!(enso_free_all(dev, rx), ENSO_OK);
+        assert_eq!(enso_set_timestamping_as(dev, 0, -1, ENSO_TS_ENSO), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}

@@ -61,6 +61,7 @@ use enso_abi::wire::PROTO_UDP;
 use crate::batch::RxBatch;
 use crate::device::{Device, DeviceOptions, FlowRule, RxTxPipe, TxPipe};
 use crate::error::{Error, SendError};
+use crate::TsFormat;
 
 /// A socket: an index into its [`Sockets`], as Ensō's are small integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -302,14 +303,30 @@ impl Sockets {
 
     /// `enable_device_timestamp()`: the NIC stamps frames it sends on port
     /// 0 at `offset` and turns the stamp into the round-trip time when they
-    /// come back.
+    /// come back, in Ensō's format ([`TsFormat::Enso`]: big-endian cycles of
+    /// 5 ns), so that code reading it with Ensō's `get_pkt_rtt` reads it
+    /// unchanged ([`crate::rtt_ns`] reads it in nanoseconds). Ensō's default
+    /// offset is [`crate::DEFAULT_RTT_OFFSET`].
     pub fn enable_device_timestamp(&mut self, offset: u8) -> Result<(), SocketError> {
-        self.dev.set_timestamping(0, Some(offset)).map_err(e)
+        self.enable_device_timestamp_as(offset, TsFormat::Enso)
+    }
+
+    /// As [`Sockets::enable_device_timestamp`], in `format`.
+    pub fn enable_device_timestamp_as(
+        &mut self,
+        offset: u8,
+        format: TsFormat,
+    ) -> Result<(), SocketError> {
+        self.dev
+            .set_timestamping_as(0, Some(offset), format)
+            .map_err(e)
     }
 
     /// `disable_device_timestamp()`.
     pub fn disable_device_timestamp(&mut self) -> Result<(), SocketError> {
-        self.dev.set_timestamping(0, None).map_err(e)
+        self.dev
+            .set_timestamping_as(0, None, TsFormat::Enso)
+            .map_err(e)
     }
 
     /// `enable_device_rate_limit()`: port 0 sends at most `num` flits every

@@ -103,6 +103,21 @@ int main(void) {
     EXPECT_CODE(enso_tx_in_flight(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_timestamping(NULL, 0, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_rate_limit(NULL, 0, 744, 1000), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_set_timestamping_as(NULL, 0, ENSO_DEFAULT_RTT_OFFSET, ENSO_TS_ENSO),
+                ENSO_ERR_INVALID);
+
+    /* Round-trip times: Ensō's format is big-endian 5 ns cycles. */
+    uint8_t ts[24] = {0};
+    uint64_t rtt = 0;
+    ts[ENSO_DEFAULT_RTT_OFFSET + 3] = 7;
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, ENSO_DEFAULT_RTT_OFFSET, ENSO_TS_ENSO, &rtt), ENSO_OK);
+    EXPECT(rtt == 35);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, ENSO_TS_NATIVE, &rtt), ENSO_OK);
+    EXPECT(rtt == 7ull << 24);
+    EXPECT_CODE(enso_rtt_ns(ts, 21, 18, ENSO_TS_ENSO, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, 5, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(NULL, 0, 0, ENSO_TS_ENSO, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, ENSO_TS_ENSO, NULL), ENSO_ERR_INVALID);
 
     /* Frames into a stream, and back out of it as a batch. */
     uint8_t stream[64 * 8], frame[64];
