@@ -224,6 +224,8 @@ pub struct Device {
     tx_inflight: u32,
     tx_credits: u32,
     tx_records: Box<[TxRecord]>,
+    /// Sends (TX notifications of data, not configuration) completed.
+    sends_done: u64,
     tx_unflushed: bool,
     pipes: Vec<PipeSw>,
     tx_pipes: Vec<TxPipeSw>,
@@ -267,6 +269,13 @@ impl Device {
     /// Software-side counters.
     pub fn stats(&self) -> &DeviceStats {
         &self.stats
+    }
+
+    /// Sends the NIC has completed so far, whoever reaped them: TX
+    /// notifications of data ([`Device::send`], [`Device::send_and_free`],
+    /// [`Device::discard`]), not of configuration. A running total.
+    pub fn sends_completed(&self) -> u64 {
+        self.sends_done
     }
 
     /// Whether automatic notification prefetching is on.

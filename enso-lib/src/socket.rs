@@ -99,6 +99,8 @@ pub struct Sockets {
     socks: Vec<Option<Slot>>,
     /// For [`Sockets::send`] of bytes that are not in a socket's pipe.
     tx: Option<TxPipe>,
+    /// The handle's completion count when `get_completions` last returned.
+    completions_told: u64,
 }
 
 impl Sockets {
@@ -127,10 +129,12 @@ impl Sockets {
     /// Sockets over a device handle attached some other way (in process,
     /// say). Its options must leave room for the sockets' pipes.
     pub fn from_device(dev: Device) -> Sockets {
+        let told = dev.sends_completed();
         Sockets {
             dev,
             socks: Vec::new(),
             tx: None,
+            completions_told: told,
         }
     }
 
@@ -295,10 +299,18 @@ impl Sockets {
             .map_err(|x: SendError| e(x))
     }
 
-    /// `get_completions()`: TX notifications the NIC has completed since
-    /// the last call (what was sent and freed).
+    /// `get_completions()`: sends the NIC has completed since the last call
+    /// (what was sent and freed; configuration such as a fallback socket
+    /// or timestamping is not counted), as Ensō counts them: every
+    /// completion the handle reaped counts, also those reaped by `recv`,
+    /// `send` or `recv_select` in between, so a loop that keeps
+    /// `pending -= get_completions()` sees every send complete.
     pub fn get_completions(&mut self) -> Result<usize, SocketError> {
-        self.dev.reap_completions().map_err(e)
+        self.dev.reap_completions().map_err(e)?;
+        let total = self.dev.sends_completed();
+        let n = total - self.completions_told;
+        self.completions_told = total;
+        Ok(n as usize)
     }
 
     /// `enable_device_timestamp()`: the NIC stamps frames it sends on port

@@ -200,3 +200,40 @@ fn socket_timestamps_are_in_ensos_format_at_its_default_offset() {
     drop(socks);
     nic.try_stop().unwrap();
 }
+
+#[test]
+fn get_completions_counts_what_recv_and_send_reaped_too() {
+    let (nic, mut socks) = loopback("compl");
+    let s = socks.socket(true).unwrap();
+    let f = udp_frame(addr("10.0.0.9:4000"), addr("10.0.0.1:7"), &[1; 40]);
+    let mut pending = 0usize;
+    let mut received = 0;
+    let mut buf = vec![0u8; 4096];
+    let until = Instant::now() + Duration::from_secs(5);
+    // EnsōGen's loop: send, receive, and `pending -= get_completions()`.
+    // Only every fourth round asks get_completions, so recv and send
+    // reap most completions in between; none may be lost.
+    for round in 0..200 {
+        if round < 100 {
+            socks.send(s, &f).unwrap();
+            pending += 1;
+        }
+        // Each 82-byte frame takes a 128-byte slot.
+        received += socks.recv(s, &mut buf).unwrap() / 128;
+        if round % 4 == 3 {
+            pending -= socks.get_completions().unwrap();
+        }
+    }
+    while pending > 0 || received < 100 {
+        assert!(
+            Instant::now() < until,
+            "stalled: {pending} pending, {received} received"
+        );
+        received += socks.recv(s, &mut buf).unwrap() / 128;
+        pending -= socks.get_completions().unwrap();
+    }
+    assert_eq!((pending, received), (0, 100));
+    assert_eq!(socks.get_completions().unwrap(), 0, "nothing counted twice");
+    drop(socks);
+    nic.try_stop().unwrap();
+}

@@ -278,6 +278,7 @@ impl Device {
             tx_inflight: 0,
             tx_credits: credits,
             tx_records: vec![TxRecord::None; entries as usize].into_boxed_slice(),
+            sends_done: 0,
             tx_unflushed: false,
             pipes: Vec::with_capacity(pipes),
             tx_pipes: Vec::with_capacity(opts.tx_pipes as usize),
