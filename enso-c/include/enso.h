@@ -122,6 +122,24 @@ typedef struct enso_device_stats {
     uint64_t bogus_notifications;
 } enso_device_stats_t;
 
+/* The NIC's counters of a port: frames and bytes each way, the port's
+ * drops by cause, and the drops of the handle's pipes summed. */
+typedef struct enso_port_stats {
+    uint64_t rx_frames;
+    uint64_t rx_bytes;
+    uint64_t tx_frames;
+    uint64_t tx_bytes;
+    uint64_t drop_no_match;
+    uint64_t drop_malformed;
+    uint64_t drop_oversize;
+    uint64_t drop_wire_fifo_full;
+    uint64_t drop_wire;
+    uint64_t tx_discarded;
+    uint64_t pipe_full;
+    uint64_t notif_ring_full;
+    uint64_t not_udp;
+} enso_port_stats_t;
+
 /* ---- Errors and options ---- */
 
 /* A constant string naming `code` (never NULL). */
@@ -145,6 +163,9 @@ int enso_device_port_count(enso_device_t *dev);
 /* 0 while the device is there, ENSO_ERR_GONE once it has stopped. */
 int enso_device_check_alive(enso_device_t *dev);
 int enso_device_stats(enso_device_t *dev, enso_device_stats_t *stats);
+/* The NIC's counters of `port` (a standalone device's latest snapshot, at
+ * most 200 ms old; ENSO_ERR_IO before its first). Not for the datapath. */
+int enso_port_stats(enso_device_t *dev, uint32_t port, enso_port_stats_t *stats);
 /* Automatic notification prefetching in enso_next_pipe_with_data(). */
 int enso_set_prefetch(enso_device_t *dev, int on);
 

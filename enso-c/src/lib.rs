@@ -30,7 +30,7 @@ use std::path::Path;
 
 use enso::{
     AllocError, AttachError, ConfigError, Device, DeviceError, DeviceOptions, FlowRule, FreeError,
-    RecvError, RxPipe, RxTxPipe, SendError, TsFormat, TxPipe,
+    RecvError, RxPipe, RxTxPipe, SendError, StatsError, TsFormat, TxPipe,
 };
 use enso_abi::wire::{self, FLIT};
 
@@ -142,6 +142,27 @@ pub struct EnsoDeviceStats {
     pub completions: u64,
     pub mmio_writes: u64,
     pub bogus_notifications: u64,
+}
+
+/// The NIC's counters of a port ([`enso_port_stats`]): frames and bytes
+/// each way, the port's drops by cause, and the drops of the handle's
+/// pipes summed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnsoPortStats {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub drop_no_match: u64,
+    pub drop_malformed: u64,
+    pub drop_oversize: u64,
+    pub drop_wire_fifo_full: u64,
+    pub drop_wire: u64,
+    pub tx_discarded: u64,
+    pub pipe_full: u64,
+    pub notif_ring_full: u64,
+    pub not_udp: u64,
 }
 
 /// An RX pipe and, if it was allocated as one, its RX/TX view.
@@ -275,6 +296,15 @@ impl Code for ConfigError {
             ConfigError::ForeignPipe => ENSO_ERR_BAD_HANDLE,
             ConfigError::BadValue => ENSO_ERR_INVALID,
             ConfigError::Device(d) => d.code(),
+        }
+    }
+}
+
+impl Code for StatsError {
+    fn code(&self) -> c_int {
+        match self {
+            StatsError::NoPort(_) => ENSO_ERR_NO_PORT,
+            StatsError::Unavailable(_) => ENSO_ERR_IO,
         }
     }
 }
@@ -665,6 +695,46 @@ pub unsafe extern "C" fn enso_device_stats(
             completions: s.completions,
             mmio_writes: s.mmio_writes,
             bogus_notifications: s.bogus_notifications,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put(stats, v, "stats") }?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// Copies the NIC's counters of `port` into `*stats` (a standalone
+/// device's are its latest snapshot, at most 200 ms old;
+/// [`ENSO_ERR_IO`] before its first). Not for the datapath.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only; `stats` is null
+/// or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_port_stats(
+    dev: *mut EnsoDevice,
+    port: u32,
+    stats: *mut EnsoPortStats,
+) -> c_int {
+    on_device!(dev, |d| {
+        if stats.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null stats"));
+        }
+        let s = d.dev.port_stats(port)?;
+        let sum = |f: fn(&enso::PipeDrops) -> u64| s.pipes.iter().map(f).sum::<u64>();
+        let v = EnsoPortStats {
+            rx_frames: s.rx_frames,
+            rx_bytes: s.rx_bytes,
+            tx_frames: s.tx_frames,
+            tx_bytes: s.tx_bytes,
+            drop_no_match: s.drops.no_match,
+            drop_malformed: s.drops.malformed,
+            drop_oversize: s.drops.oversize,
+            drop_wire_fifo_full: s.drops.wire_fifo_full,
+            drop_wire: s.drops.wire,
+            tx_discarded: s.drops.tx_discarded,
+            pipe_full: sum(|p| p.pipe_full),
+            notif_ring_full: sum(|p| p.notif_ring_full),
+            not_udp: sum(|p| p.not_udp),
         };
         // SAFETY: the caller's contract.
         unsafe { put(stats, v, "stats") }?;

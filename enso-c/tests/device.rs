@@ -422,3 +422,34 @@ fn timestamps_in_ensos_format_come_back_as_round_trip_times() {
         assert_eq!(enso_device_close(dev), ENSO_OK);
     }
 }
+
+#[test]
+fn port_stats_count_what_matched_no_rule() {
+    let s = loopback_device("pstats");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 0);
+        assert_eq!(enso_bind(dev, rx, &rule(1)), ENSO_OK);
+        let tx = enso_tx_pipe_alloc(dev);
+        send_frames(
+            dev,
+            tx,
+            &[frame(1, 1, 64), frame(2, 2, 64), frame(2, 3, 64)],
+        );
+        let mut st = EnsoPortStats::default();
+        assert_eq!(enso_port_stats(dev, 1, &mut st), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_port_stats(dev, 0, ptr::null_mut()), ENSO_ERR_INVALID);
+        let start = Instant::now();
+        while st.rx_frames < 3 {
+            // A standalone device's first snapshot comes 200 ms after start.
+            let rc = enso_port_stats(dev, 0, &mut st);
+            assert!(rc == ENSO_OK || rc == ENSO_ERR_IO, "{}", last_error());
+            assert!(start.elapsed() < Duration::from_secs(10), "{st:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!((st.rx_frames, st.tx_frames, st.drop_no_match), (3, 3, 2));
+        assert_eq!((st.rx_bytes, st.pipe_full), (3 * 64, 0));
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}

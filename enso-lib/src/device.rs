@@ -24,6 +24,7 @@ use liveness::Keepalive;
 mod alloc;
 mod attach;
 mod config;
+mod counters;
 mod liveness;
 mod mmio;
 mod notify;
@@ -33,6 +34,7 @@ mod test_support;
 mod tx;
 
 pub use attach::DeviceOptions;
+pub use counters::{PipeDrops, PortDrops, PortStats};
 
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;
@@ -226,6 +228,8 @@ pub struct Device {
     tx_records: Box<[TxRecord]>,
     /// Sends (TX notifications of data, not configuration) completed.
     sends_done: u64,
+    /// A standalone device's directory (where it writes its counters).
+    devdir: Option<std::path::PathBuf>,
     tx_unflushed: bool,
     pipes: Vec<PipeSw>,
     tx_pipes: Vec<TxPipeSw>,

@@ -192,7 +192,10 @@ pub mod socket;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
 pub use batch::{FrameSpan, Frames, Packets, PacketsMut, RxBatch};
-pub use device::{Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe};
+pub use device::{
+    Device, DeviceOptions, DeviceStats, FlowRule, PipeDrops, PortDrops, PortStats, RxPipe,
+    RxTxPipe, TxPipe,
+};
 pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;
 pub use packetized::{Mbuf, QueueId, QueueStats};

@@ -78,6 +78,8 @@ int main(void) {
     EXPECT_CODE(enso_device_port_count(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_device_check_alive(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_device_stats(NULL, &st), ENSO_ERR_INVALID);
+    enso_port_stats_t ps;
+    EXPECT_CODE(enso_port_stats(NULL, 0, &ps), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_prefetch(NULL, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_rx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_rxtx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
