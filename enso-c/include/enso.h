@@ -81,6 +81,8 @@ extern "C" {
 
 /* An attachment to a device (opaque). */
 typedef struct EnsoDevice enso_device_t;
+/* Ensō's socket calls over one device handle (enso_sockets_open()). */
+typedef struct EnsoSockets enso_sockets_t;
 
 /* Settings of a device handle; enso_device_options_default() fills in the
  * defaults. */
@@ -253,6 +255,43 @@ int enso_set_timestamping_as(enso_device_t *dev, uint32_t port, int offset, int 
  * in `format`, into *rtt_ns; ENSO_ERR_INVALID if the frame is too short. */
 int enso_rtt_ns(const uint8_t *frame, size_t len, size_t offset, int format, uint64_t *rtt_ns);
 int enso_set_rate_limit(enso_device_t *dev, uint32_t port, uint32_t num, uint32_t den);
+
+/* More of the device. */
+/* The handle of an RX/TX pipe with data, in notification order (RX-only
+ * pipes are passed over and stay ready), or ENSO_ERR_AGAIN. */
+int enso_next_rxtx_pipe_with_data(enso_device_t *dev);
+/* The MAC address of `port` into mac[0..6]. */
+int enso_port_mac(enso_device_t *dev, uint32_t port, uint8_t *mac);
+/* A stream pipe on `port`: UDP payloads back to back, byte by byte
+ * (enso_recv() gives the bytes, enso_free() takes any count). */
+int enso_stream_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
+
+/* Ensō's socket calls. A socket is an RX/TX pipe on port 0; it receives
+ * raw frames, each on a 64 B boundary. */
+/* Attaches to device `name` in `dir` (NULL: /dev/shm), room for 64 sockets. */
+int enso_sockets_open(const char *name, const char *dir, enso_sockets_t **out);
+int enso_sockets_close(enso_sockets_t *s);
+/* socket(): returns the socket (>= 0). */
+int enso_socket(enso_sockets_t *s, int fallback);
+/* bind(): UDP to ip:port (host byte order; 0 is a wildcard) goes to sock. */
+int enso_socket_bind(enso_sockets_t *s, int sock, uint32_t ip, uint16_t port);
+/* recv(): copies whole frames into buf and frees them; returns bytes. */
+int enso_socket_recv(enso_sockets_t *s, int sock, uint8_t *buf, size_t len);
+/* recv_zc(): the frames in place; free or send them later. */
+int enso_socket_recv_zc(enso_sockets_t *s, int sock, enso_batch_t *batch);
+/* recv_select(): the next socket with frames (returned) and its frames,
+ * or ENSO_ERR_AGAIN. */
+int enso_recv_select(enso_sockets_t *s, enso_batch_t *batch);
+/* free_enso_pipe(): hands back the first len bytes taken from sock. */
+int enso_socket_free(enso_sockets_t *s, int sock, size_t len);
+/* send() of received bytes, in place on port 0; freed once sent. */
+int enso_socket_send_zc(enso_sockets_t *s, int sock, size_t len);
+/* send() of frames elsewhere (copied into the handle's TX pipe). */
+int enso_socket_send(enso_sockets_t *s, int sock, const uint8_t *frames, size_t len);
+/* get_completions(): sends completed since the last call. */
+int enso_get_completions(enso_sockets_t *s);
+/* shutdown(): unbinds, hands back what the socket holds, frees its pipe. */
+int enso_socket_shutdown(enso_sockets_t *s, int sock);
 
 #ifdef __cplusplus
 }

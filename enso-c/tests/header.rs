@@ -55,6 +55,7 @@ fn c_type(rust: &str) -> String {
         "usize" => "size_t".into(),
         "" | "()" => "void".into(),
         "EnsoDevice" => "enso_device_t".into(),
+        "EnsoSockets" => "enso_sockets_t".into(),
         t if t.starts_with("Enso") => c_struct_name(t),
         t => panic!("no C spelling for Rust type `{t}`: add it to the test"),
     }
@@ -330,7 +331,10 @@ fn every_structure_has_the_same_fields() {
     );
     assert_eq!(found, 5);
     // The device is opaque: C sees only a pointer to it.
-    assert_eq!(h.opaque, ["EnsoDevice enso_device_t"]);
+    assert_eq!(
+        h.opaque,
+        ["EnsoDevice enso_device_t", "EnsoSockets enso_sockets_t"]
+    );
     assert!(!src.contains("#[repr(C)]\npub struct EnsoDevice {"));
 }
 

@@ -105,6 +105,26 @@ int main(void) {
     EXPECT_CODE(enso_tx_in_flight(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_timestamping(NULL, 0, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_rate_limit(NULL, 0, 744, 1000), ENSO_ERR_INVALID);
+    uint8_t mac[6];
+    EXPECT_CODE(enso_next_rxtx_pipe_with_data(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_port_mac(NULL, 0, mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_stream_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
+
+    /* Every socket call refuses a null handle. */
+    enso_sockets_t *socks = NULL;
+    EXPECT_CODE(enso_sockets_open("no-such-device-for-api-c", "/tmp", &socks), ENSO_ERR_ATTACH);
+    EXPECT(socks == NULL);
+    EXPECT_CODE(enso_sockets_close(NULL), ENSO_OK);
+    EXPECT_CODE(enso_socket(NULL, 1), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_bind(NULL, 0, 0x0a000001, 7), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_recv(NULL, 0, mac, sizeof mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_recv_zc(NULL, 0, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_recv_select(NULL, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_free(NULL, 0, 64), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_send_zc(NULL, 0, 64), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_send(NULL, 0, mac, sizeof mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_get_completions(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_shutdown(NULL, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_timestamping_as(NULL, 0, ENSO_DEFAULT_RTT_OFFSET, ENSO_TS_ENSO),
                 ENSO_ERR_INVALID);
 
