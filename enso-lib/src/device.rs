@@ -126,6 +126,9 @@ struct PipeSw {
     rxtx: bool,
     queued: bool,
     dirty: bool,
+    /// Freed ([`Device::free_pipe`]): disabled at the NIC, its slot (and
+    /// memory) kept for the next allocation.
+    free: bool,
     /// log2 of the position unit: 6 (flits) or 0 (bytes, stream pipes).
     shift: u32,
     /// Position mask (pipe size in units - 1).
@@ -295,7 +298,12 @@ impl Device {
 
     /// The global (device) id of a pipe.
     pub fn pipe_id(&self, p: RxPipe) -> Option<u32> {
-        (p.dev == self.uid).then(|| self.pipes.get(p.idx as usize).map(|s| s.id))?
+        (p.dev == self.uid).then(|| {
+            self.pipes
+                .get(p.idx as usize)
+                .filter(|s| !s.free)
+                .map(|s| s.id)
+        })?
     }
 
     pub(crate) fn region_ptr(&self) -> *mut u8 {

@@ -160,11 +160,21 @@ impl Sockets {
     /// [`Sockets::enable_device_round_robin`]).
     pub fn socket(&mut self, fallback: bool) -> Result<Socket, SocketError> {
         let pipe = self.dev.alloc_rxtx_pipe(fallback).map_err(e)?;
-        self.socks.push(Some(Slot {
+        let slot = Some(Slot {
             pipe,
             rules: Vec::new(),
-        }));
-        Ok(Socket(self.socks.len() as u32 - 1))
+        });
+        // The lowest free number, as file descriptors are given.
+        match self.socks.iter().position(Option::is_none) {
+            Some(i) => {
+                self.socks[i] = slot;
+                Ok(Socket(i as u32))
+            }
+            None => {
+                self.socks.push(slot);
+                Ok(Socket(self.socks.len() as u32 - 1))
+            }
+        }
     }
 
     /// `bind()`: UDP datagrams to `local` (address and port) go to socket
@@ -366,9 +376,10 @@ impl Sockets {
         self.dev.set_fallback_round_robin(pipe, false).map_err(e)
     }
 
-    /// `shutdown()`: removes the socket's bindings and hands back whatever
-    /// it holds. The pipe itself is the handle's until it detaches (as
-    /// Ensō's pipes are), so the number is not reused.
+    /// `shutdown()`: removes the socket's bindings, waits (bounded) for its
+    /// sends in flight, drops what it holds and frees its pipe
+    /// ([`Device::free_pipe`]): the pipe and the socket's number are
+    /// reused by a later [`Sockets::socket`].
     pub fn shutdown(&mut self, s: Socket) -> Result<(), SocketError> {
         let slot = self.socks.get_mut(s.0 as usize).and_then(Option::take);
         let Some(slot) = slot else {
@@ -377,6 +388,6 @@ impl Sockets {
         for rule in slot.rules {
             self.dev.unbind(slot.pipe, rule).map_err(e)?;
         }
-        self.dev.free_all(slot.pipe).map_err(e)
+        self.dev.free_pipe(slot.pipe).map_err(e)
     }
 }

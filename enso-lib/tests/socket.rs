@@ -237,3 +237,42 @@ fn get_completions_counts_what_recv_and_send_reaped_too() {
     drop(socks);
     nic.try_stop().unwrap();
 }
+
+#[test]
+fn shutdown_frees_the_pipe_so_sockets_can_be_made_again_and_again() {
+    let (nic, mut socks) = loopback("reuse");
+    // Sockets::options() leaves room for 64 at once.
+    let all: Vec<Socket> = (0..64).map(|_| socks.socket(false).unwrap()).collect();
+    assert!(socks.socket(false).is_err(), "a 65th at once does not fit");
+    for s in &all {
+        socks.shutdown(*s).unwrap();
+    }
+    // 64 shutdowns later, sockets are made again, and they work: each
+    // bound socket receives what is sent to it, nothing of its
+    // predecessor's.
+    let c = addr("10.0.0.9:4000");
+    for round in 0..3u16 {
+        let s = socks.socket(false).unwrap();
+        assert_eq!(s, Socket(0), "the lowest free number");
+        let to = SocketAddrV4::new([10, 0, 0, 1].into(), 100 + round);
+        socks.bind(s, to).unwrap();
+        socks
+            .send(s, &udp_frame(c, to, &[round as u8; 50]))
+            .unwrap();
+        let got = collect(&mut socks, s, 1, 4096);
+        assert_eq!(got.len(), 1, "round {round}");
+        assert_eq!(parse_udp(&got[0]).unwrap().2, &[round as u8; 50][..]);
+        // One frame in the pipe not yet taken when it is shut down.
+        socks.send(s, &udp_frame(c, to, &[0xee; 50])).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        socks.shutdown(s).unwrap();
+    }
+    let more: Vec<Socket> = (0..64).map(|_| socks.socket(true).unwrap()).collect();
+    assert_eq!(more.len(), 64);
+    assert!(matches!(
+        socks.shutdown(Socket(99)),
+        Err(SocketError::NoSocket(99))
+    ));
+    drop(socks);
+    nic.try_stop().unwrap();
+}

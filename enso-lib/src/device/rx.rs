@@ -12,7 +12,7 @@ impl Device {
         if p.dev != self.uid {
             return None;
         }
-        self.pipes.get_mut(p.idx as usize)
+        self.pipes.get_mut(p.idx as usize).filter(|p| !p.free)
     }
 
     /// Received bytes not yet handed out, without consuming them.
@@ -43,7 +43,7 @@ impl Device {
         max_pkts: usize,
     ) -> Result<RxBatch<'_>, RecvError> {
         let pipe = pipe.into();
-        if pipe.dev != self.uid || pipe.idx as usize >= self.pipes.len() {
+        if self.pipe_id(pipe).is_none() {
             return Err(RecvError::ForeignPipe);
         }
         let idx = pipe.idx as usize;
@@ -70,7 +70,7 @@ impl Device {
     }
 
     pub(super) fn take(&mut self, pipe: RxPipe, consume: bool) -> Result<RxBatch<'_>, RecvError> {
-        if pipe.dev != self.uid || pipe.idx as usize >= self.pipes.len() {
+        if self.pipe_id(pipe).is_none() {
             return Err(RecvError::ForeignPipe);
         }
         let idx = pipe.idx as usize;
