@@ -111,6 +111,23 @@ pub struct TxPipe {
 
 /// A flow rule: which traffic a pipe receives. Zero fields are wildcards as
 /// the NIC's matching rules define (see `nic_emu::steering`).
+///
+/// Byte order: every field is a number in the host's byte order, not the
+/// frame's network order: `src_ip`/`dst_ip` as `u32::from(Ipv4Addr)`
+/// (10.1.0.1 is `0x0a01_0001`), `src_port`/`dst_port` as plain port
+/// numbers (5000 is `5000`), `protocol` one byte (17 for UDP). Code ported
+/// from C that fills them with `htonl`/`htons` must not.
+///
+/// ```
+/// use std::net::Ipv4Addr;
+/// let rule = enso::FlowRule {
+///     dst_ip: u32::from(Ipv4Addr::new(10, 1, 0, 1)),
+///     dst_port: 5000,
+///     protocol: 17,
+///     ..Default::default()
+/// };
+/// assert_eq!(rule.dst_ip, 0x0a01_0001);
+/// ```
 pub type FlowRule = FiveTuple;
 
 #[derive(Debug)]
