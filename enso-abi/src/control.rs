@@ -156,6 +156,12 @@ pub trait LocalNic {
     /// A handle an attached application keeps, to detach and to ask
     /// whether the device runs.
     fn handle(&self) -> Box<dyn LocalNic + Send>;
+    /// The device's counters now, as the JSON a standalone device writes
+    /// to [`STATS_FILE`] in its directory. A device that keeps none says
+    /// why.
+    fn stats_json(&self) -> Result<String, String> {
+        Err("this device gives no counters".into())
+    }
 }
 
 /// A device that runs only when its caller steps it (deterministic tests

@@ -292,12 +292,23 @@ pub fn write_marker(flit: &mut [u8; FLIT], len: usize) {
 }
 
 /// The fields the NIC steers on, taken from an IPv4 frame.
+///
+/// Every field is a number in the host's byte order, read from the frame's
+/// big-endian (network order) bytes: address 10.1.0.1 is `0x0a01_0001`
+/// (`u32::from(Ipv4Addr::new(10, 1, 0, 1))`), port 5000 is `5000`, not
+/// `htonl`/`htons` of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FiveTuple {
+    /// IPv4 source address, host byte order (`u32::from(Ipv4Addr)`).
     pub src_ip: u32,
+    /// IPv4 destination address, host byte order.
     pub dst_ip: u32,
+    /// TCP or UDP source port, host byte order.
     pub src_port: u16,
+    /// TCP or UDP destination port, host byte order.
     pub dst_port: u16,
+    /// IP protocol number ([`PROTO_TCP`] 6, [`PROTO_UDP`] 17); one byte, no
+    /// byte order.
     pub protocol: u8,
 }
 

@@ -85,8 +85,16 @@ extern "C" {
 /* no rule is bound for the flow (unbind). */
 #define ENSO_ERR_NOT_BOUND (-44)
 
+/* Timestamp formats (enso_set_timestamping_as, enso_rtt_ns). */
+#define ENSO_TS_NATIVE 0
+#define ENSO_TS_ENSO 1
+/* Ensō's default timestamp offset (its kDefaultRttOffset). */
+#define ENSO_DEFAULT_RTT_OFFSET 18
+
 /* An attachment to a device (opaque). */
 typedef struct EnsoDevice enso_device_t;
+/* Ensō's socket calls over one device handle (enso_sockets_open()). */
+typedef struct EnsoSockets enso_sockets_t;
 
 /* Settings of a device handle; enso_device_options_default() fills in the
  * defaults. */
@@ -128,6 +136,24 @@ typedef struct enso_device_stats {
     uint64_t bogus_notifications;
 } enso_device_stats_t;
 
+/* The NIC's counters of a port: frames and bytes each way, the port's
+ * drops by cause, and the drops of the handle's pipes summed. */
+typedef struct enso_port_stats {
+    uint64_t rx_frames;
+    uint64_t rx_bytes;
+    uint64_t tx_frames;
+    uint64_t tx_bytes;
+    uint64_t drop_no_match;
+    uint64_t drop_malformed;
+    uint64_t drop_oversize;
+    uint64_t drop_wire_fifo_full;
+    uint64_t drop_wire;
+    uint64_t tx_discarded;
+    uint64_t pipe_full;
+    uint64_t notif_ring_full;
+    uint64_t not_udp;
+} enso_port_stats_t;
+
 /* ---- Errors and options ---- */
 
 /* A constant string naming `code` (never NULL). */
@@ -151,6 +177,9 @@ int enso_device_port_count(enso_device_t *dev);
 /* 0 while the device is there, ENSO_ERR_GONE once it has stopped. */
 int enso_device_check_alive(enso_device_t *dev);
 int enso_device_stats(enso_device_t *dev, enso_device_stats_t *stats);
+/* The NIC's counters of `port` (a standalone device's latest snapshot, at
+ * most 200 ms old; ENSO_ERR_IO before its first). Not for the datapath. */
+int enso_port_stats(enso_device_t *dev, uint32_t port, enso_port_stats_t *stats);
 /* Automatic notification prefetching in enso_next_pipe_with_data(). */
 int enso_set_prefetch(enso_device_t *dev, int on);
 
@@ -181,6 +210,12 @@ int enso_recv(enso_device_t *dev, int pipe, enso_batch_t *batch);
 /* As enso_recv() without consuming; enso_confirm() consumes part. */
 int enso_peek(enso_device_t *dev, int pipe, enso_batch_t *batch);
 int enso_confirm(enso_device_t *dev, int pipe, size_t bytes);
+/* As enso_recv(), bounded: at most max_pkts whole frames in at most
+ * max_bytes bytes of the pipe (batch->len says how many); the rest stays
+ * for the next receive. A frame's offset is its address from
+ * enso_batch_next() minus batch->data (behind a marker flit too). */
+int enso_recv_max(enso_device_t *dev, int pipe, size_t max_bytes, size_t max_pkts,
+                  enso_batch_t *batch);
 /* Gives the last `bytes` consumed back: the next receive returns them. */
 int enso_unconsume(enso_device_t *dev, int pipe, size_t bytes);
 /* Hands the first `bytes` consumed (a multiple of 64) back to the NIC. */
@@ -224,7 +259,51 @@ int enso_write_frame(uint8_t *out, size_t out_len, const uint8_t *frame, size_t 
  * a negative offset turns it off. */
 int enso_set_timestamping(enso_device_t *dev, uint32_t port, int offset);
 /* Bursts of `num` flits every `den` cycles of 200 MHz; 0/0 removes it. */
+/* As enso_set_timestamping(), in format ENSO_TS_ENSO (the real NIC's:
+ * big-endian 5 ns cycles, as Ensō's get_pkt_rtt reads) or ENSO_TS_NATIVE
+ * (little-endian nanoseconds). */
+int enso_set_timestamping_as(enso_device_t *dev, uint32_t port, int offset, int format);
+/* The round-trip time (ns) a port wrote into a received frame at `offset`
+ * in `format`, into *rtt_ns; ENSO_ERR_INVALID if the frame is too short. */
+int enso_rtt_ns(const uint8_t *frame, size_t len, size_t offset, int format, uint64_t *rtt_ns);
 int enso_set_rate_limit(enso_device_t *dev, uint32_t port, uint32_t num, uint32_t den);
+
+/* More of the device. */
+/* The handle of an RX/TX pipe with data, in notification order (RX-only
+ * pipes are passed over and stay ready), or ENSO_ERR_AGAIN. */
+int enso_next_rxtx_pipe_with_data(enso_device_t *dev);
+/* The MAC address of `port` into mac[0..6]. */
+int enso_port_mac(enso_device_t *dev, uint32_t port, uint8_t *mac);
+/* A stream pipe on `port`: UDP payloads back to back, byte by byte
+ * (enso_recv() gives the bytes, enso_free() takes any count). */
+int enso_stream_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
+
+/* Ensō's socket calls. A socket is an RX/TX pipe on port 0; it receives
+ * raw frames, each on a 64 B boundary. */
+/* Attaches to device `name` in `dir` (NULL: /dev/shm), room for 64 sockets. */
+int enso_sockets_open(const char *name, const char *dir, enso_sockets_t **out);
+int enso_sockets_close(enso_sockets_t *s);
+/* socket(): returns the socket (>= 0). */
+int enso_socket(enso_sockets_t *s, int fallback);
+/* bind(): UDP to ip:port (host byte order; 0 is a wildcard) goes to sock. */
+int enso_socket_bind(enso_sockets_t *s, int sock, uint32_t ip, uint16_t port);
+/* recv(): copies whole frames into buf and frees them; returns bytes. */
+int enso_socket_recv(enso_sockets_t *s, int sock, uint8_t *buf, size_t len);
+/* recv_zc(): the frames in place; free or send them later. */
+int enso_socket_recv_zc(enso_sockets_t *s, int sock, enso_batch_t *batch);
+/* recv_select(): the next socket with frames (returned) and its frames,
+ * or ENSO_ERR_AGAIN. */
+int enso_recv_select(enso_sockets_t *s, enso_batch_t *batch);
+/* free_enso_pipe(): hands back the first len bytes taken from sock. */
+int enso_socket_free(enso_sockets_t *s, int sock, size_t len);
+/* send() of received bytes, in place on port 0; freed once sent. */
+int enso_socket_send_zc(enso_sockets_t *s, int sock, size_t len);
+/* send() of frames elsewhere (copied into the handle's TX pipe). */
+int enso_socket_send(enso_sockets_t *s, int sock, const uint8_t *frames, size_t len);
+/* get_completions(): sends completed since the last call. */
+int enso_get_completions(enso_sockets_t *s);
+/* shutdown(): unbinds, hands back what the socket holds, frees its pipe. */
+int enso_socket_shutdown(enso_sockets_t *s, int sock);
 
 #ifdef __cplusplus
 }

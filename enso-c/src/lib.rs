@@ -28,9 +28,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
+use enso::socket::{Socket, SocketError, Sockets};
 use enso::{
     AllocError, AttachError, ConfigError, Device, DeviceError, DeviceOptions, FlowRule, FreeError,
-    RecvError, RxPipe, RxTxPipe, SendError, TxPipe,
+    RecvError, RxPipe, RxTxPipe, SendError, StatsError, TsFormat, TxPipe,
 };
 use enso_abi::wire::{self, FLIT};
 
@@ -88,6 +89,15 @@ pub const ENSO_ERR_NOT_OWNER: c_int = -43;
 /// No rule is bound for the flow.
 pub const ENSO_ERR_NOT_BOUND: c_int = -44;
 
+/// Timestamp format: the emulator's own (little-endian nanoseconds).
+pub const ENSO_TS_NATIVE: c_int = 0;
+/// Timestamp format: the real Ensō NIC's (big-endian cycles of 5 ns), as
+/// Ensō's `get_pkt_rtt` reads it.
+pub const ENSO_TS_ENSO: c_int = 1;
+/// Ensō's default timestamp offset (its `kDefaultRttOffset`).
+pub const ENSO_DEFAULT_RTT_OFFSET: c_int = 18;
+const _: () = assert!(ENSO_DEFAULT_RTT_OFFSET == enso::DEFAULT_RTT_OFFSET as c_int);
+
 /// The first TX pipe handle; RX and RX/TX handles are below it.
 pub const TX_HANDLE_BASE: c_int = 0x10000;
 
@@ -144,6 +154,27 @@ pub struct EnsoDeviceStats {
     pub completions: u64,
     pub mmio_writes: u64,
     pub bogus_notifications: u64,
+}
+
+/// The NIC's counters of a port ([`enso_port_stats`]): frames and bytes
+/// each way, the port's drops by cause, and the drops of the handle's
+/// pipes summed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnsoPortStats {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub drop_no_match: u64,
+    pub drop_malformed: u64,
+    pub drop_oversize: u64,
+    pub drop_wire_fifo_full: u64,
+    pub drop_wire: u64,
+    pub tx_discarded: u64,
+    pub pipe_full: u64,
+    pub notif_ring_full: u64,
+    pub not_udp: u64,
 }
 
 /// An RX pipe and, if it was allocated as one, its RX/TX view.
@@ -283,6 +314,15 @@ impl Code for ConfigError {
             ConfigError::QuotaReached(_) => ENSO_ERR_QUOTA,
             ConfigError::NotOwner => ENSO_ERR_NOT_OWNER,
             ConfigError::NotBound => ENSO_ERR_NOT_BOUND,
+        }
+    }
+}
+
+impl Code for StatsError {
+    fn code(&self) -> c_int {
+        match self {
+            StatsError::NoPort(_) => ENSO_ERR_NO_PORT,
+            StatsError::Unavailable(_) => ENSO_ERR_IO,
         }
     }
 }
@@ -687,6 +727,46 @@ pub unsafe extern "C" fn enso_device_stats(
     })
 }
 
+/// Copies the NIC's counters of `port` into `*stats` (a standalone
+/// device's are its latest snapshot, at most 200 ms old;
+/// [`ENSO_ERR_IO`] before its first). Not for the datapath.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only; `stats` is null
+/// or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_port_stats(
+    dev: *mut EnsoDevice,
+    port: u32,
+    stats: *mut EnsoPortStats,
+) -> c_int {
+    on_device!(dev, |d| {
+        if stats.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null stats"));
+        }
+        let s = d.dev.port_stats(port)?;
+        let sum = |f: fn(&enso::PipeDrops) -> u64| s.pipes.iter().map(f).sum::<u64>();
+        let v = EnsoPortStats {
+            rx_frames: s.rx_frames,
+            rx_bytes: s.rx_bytes,
+            tx_frames: s.tx_frames,
+            tx_bytes: s.tx_bytes,
+            drop_no_match: s.drops.no_match,
+            drop_malformed: s.drops.malformed,
+            drop_oversize: s.drops.oversize,
+            drop_wire_fifo_full: s.drops.wire_fifo_full,
+            drop_wire: s.drops.wire,
+            tx_discarded: s.drops.tx_discarded,
+            pipe_full: sum(|p| p.pipe_full),
+            notif_ring_full: sum(|p| p.notif_ring_full),
+            not_udp: sum(|p| p.not_udp),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put(stats, v, "stats") }?;
+        Ok(ENSO_OK)
+    })
+}
+
 /// Turns automatic notification prefetching in
 /// [`enso_next_pipe_with_data`] on (`on` non-zero) or off.
 ///
@@ -903,6 +983,40 @@ pub unsafe extern "C" fn enso_peek(
 ) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { take(dev, pipe, batch, false) }
+}
+
+/// As [`enso_recv`], bounded: at most `max_pkts` whole frames in at most
+/// `max_bytes` bytes of the pipe (marker flits and padding included; the
+/// batch's `len` says how many). Frames past either bound stay for the
+/// next receive. A frame's offset in the batch is its address (from
+/// [`enso_batch_next`]) minus `data`, right behind a marker flit too.
+///
+/// # Safety
+/// As [`enso_recv`].
+#[no_mangle]
+pub unsafe extern "C" fn enso_recv_max(
+    dev: *mut EnsoDevice,
+    pipe: c_int,
+    max_bytes: usize,
+    max_pkts: usize,
+    batch: *mut EnsoBatch,
+) -> c_int {
+    on_device!(dev, |d| {
+        if batch.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null batch"));
+        }
+        let p = d.rx(pipe)?;
+        let mut b = d.dev.recv_max(p, max_bytes, max_pkts)?;
+        let bytes = b.bytes_mut();
+        let v = EnsoBatch {
+            data: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            next: 0,
+        };
+        // SAFETY: non-null and, by the caller's contract, writable.
+        unsafe { batch.write(v) };
+        Ok(ENSO_OK)
+    })
 }
 
 /// Marks the first `bytes` of a peeked batch as consumed.
@@ -1230,6 +1344,84 @@ pub unsafe extern "C" fn enso_set_timestamping(
     })
 }
 
+fn ts_format(format: c_int) -> Result<TsFormat, Failure> {
+    match format {
+        ENSO_TS_NATIVE => Ok(TsFormat::Native),
+        ENSO_TS_ENSO => Ok(TsFormat::Enso),
+        _ => Err(Failure::new(
+            ENSO_ERR_INVALID,
+            format!("timestamp format {format} is neither ENSO_TS_NATIVE nor ENSO_TS_ENSO"),
+        )),
+    }
+}
+
+/// As [`enso_set_timestamping`], in `format`: [`ENSO_TS_ENSO`] writes
+/// what the real Ensō NIC writes (big-endian cycles of 5 ns, read by
+/// Ensō's `get_pkt_rtt` and by [`enso_rtt_ns`]), [`ENSO_TS_NATIVE`]
+/// little-endian nanoseconds.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_set_timestamping_as(
+    dev: *mut EnsoDevice,
+    port: u32,
+    offset: c_int,
+    format: c_int,
+) -> c_int {
+    on_device!(dev, |d| {
+        d.port(port)?;
+        let format = ts_format(format)?;
+        let offset = match offset {
+            o if o < 0 => None,
+            0..=60 => Some(offset as u8),
+            _ => {
+                return Err(Failure::new(
+                    ENSO_ERR_INVALID,
+                    format!("timestamp offset {offset} is not in 0..=60"),
+                ))
+            }
+        };
+        d.dev.set_timestamping_as(port, offset, format)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// Reads the round-trip time a port with timestamping on wrote into a
+/// received frame (`len` bytes at `frame`) at `offset` in `format`, in
+/// nanoseconds, into `*rtt_ns`. [`ENSO_ERR_INVALID`] if the frame is too
+/// short to hold it (or a pointer is null, or the format unknown).
+///
+/// # Safety
+/// `frame` is null or valid for `len` bytes of reads; `rtt_ns` is null or
+/// valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_rtt_ns(
+    frame: *const u8,
+    len: usize,
+    offset: usize,
+    format: c_int,
+    rtt_ns: *mut u64,
+) -> c_int {
+    guard(|| {
+        if frame.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null frame"));
+        }
+        let format = ts_format(format)?;
+        // SAFETY: non-null and, by the caller's contract, `len` readable bytes.
+        let f = unsafe { std::slice::from_raw_parts(frame, len) };
+        let ns = enso::rtt_ns(f, offset, format).ok_or_else(|| {
+            Failure::new(
+                ENSO_ERR_INVALID,
+                format!("a frame of {len} bytes holds no timestamp at {offset}"),
+            )
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { put(rtt_ns, ns, "rtt pointer") }?;
+        Ok(ENSO_OK)
+    })
+}
+
 /// Rate limit of what `port` sends: bursts of `num` flits every `den`
 /// cycles of the NIC's 200 MHz clock (64 B frames at 100 Gb/s line rate:
 /// 744/1000); `num` and `den` both 0 remove the limit.
@@ -1256,6 +1448,406 @@ pub unsafe extern "C" fn enso_set_rate_limit(
             l => Some(l),
         };
         d.dev.set_rate_limit(port, limit)?;
+        Ok(ENSO_OK)
+    })
+}
+
+// ---------------------------------------------------------------------
+// More of the device: RX/TX pipes in notification order, port MACs,
+// stream pipes
+
+/// The handle of an RX/TX pipe with received data, in notification order
+/// (RX-only pipes with data are passed over and stay ready), or
+/// [`ENSO_ERR_AGAIN`] if none has any.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_next_rxtx_pipe_with_data(dev: *mut EnsoDevice) -> c_int {
+    on_device!(dev, |d| match d.dev.next_rxtx_pipe_with_data()? {
+        Some(p) => d.handle_of(p.rx()),
+        None => Ok(ENSO_ERR_AGAIN),
+    })
+}
+
+/// Writes the MAC address of `port` (6 bytes) to `mac`.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only; `mac` is null
+/// or valid for 6 bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_port_mac(dev: *mut EnsoDevice, port: u32, mac: *mut u8) -> c_int {
+    on_device!(dev, |d| {
+        if mac.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null MAC buffer"));
+        }
+        d.port(port)?;
+        let m = d
+            .dev
+            .port_mac(port)
+            .ok_or_else(|| Failure::new(ENSO_ERR_NO_PORT, format!("no port {port}")))?;
+        // SAFETY: non-null and, by the caller's contract, 6 writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(m.as_ptr(), mac, 6) };
+        Ok(ENSO_OK)
+    })
+}
+
+/// Allocates a stream pipe on `port`: the NIC appends the UDP payload of
+/// each frame back to back, byte by byte ([`enso_recv`] gives the bytes,
+/// [`enso_free`] takes any count). Returns its RX handle.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_stream_pipe_alloc(
+    dev: *mut EnsoDevice,
+    port: u32,
+    fallback: c_int,
+) -> c_int {
+    on_device!(dev, |d| {
+        d.port(port)?;
+        let p = d.dev.alloc_stream_pipe_on(port, flag(fallback))?;
+        Ok(d.add_rx(p, None))
+    })
+}
+
+// ---------------------------------------------------------------------
+// Ensō's socket calls
+
+/// The sockets behind an `enso_sockets_t *`: Ensō's socket calls over one
+/// device handle.
+pub struct EnsoSockets {
+    socks: Sockets,
+    /// A call on these sockets panicked: their state may be inconsistent.
+    poisoned: bool,
+}
+
+impl Code for SocketError {
+    fn code(&self) -> c_int {
+        match self {
+            SocketError::NoSocket(_) => ENSO_ERR_BAD_HANDLE,
+            SocketError::NotFrames(_) => ENSO_ERR_MALFORMED,
+            SocketError::Enso(e) => e.code(),
+        }
+    }
+}
+
+impl Code for enso::Error {
+    fn code(&self) -> c_int {
+        match self {
+            enso::Error::Attach(e) => e.code(),
+            enso::Error::Alloc(e) => e.code(),
+            enso::Error::Recv(e) => e.code(),
+            enso::Error::Free(e) => e.code(),
+            enso::Error::Send(e) => e.code(),
+            enso::Error::Config(e) => e.code(),
+            enso::Error::Device(e) => e.code(),
+            enso::Error::Stats(e) => e.code(),
+            e => e.device().map_or(ENSO_ERR_INTERNAL, |d| d.code()),
+        }
+    }
+}
+
+/// As [`with_dev`], for sockets.
+///
+/// # Safety
+/// `s` is null or a handle from [`enso_sockets_open`], not closed, and no
+/// other thread is using it.
+unsafe fn with_socks(
+    s: *mut EnsoSockets,
+    f: impl FnOnce(&mut Sockets) -> Result<c_int, Failure>,
+) -> c_int {
+    if s.is_null() {
+        return report(Failure::new(ENSO_ERR_INVALID, "null sockets handle"));
+    }
+    // SAFETY: non-null, and by the caller's contract a live handle that
+    // only this thread uses, so the one `&mut` is not aliased.
+    let x = unsafe { &mut *s };
+    if x.poisoned {
+        return report(Failure::new(
+            ENSO_ERR_INTERNAL,
+            "an earlier call on these sockets failed internally; close them",
+        ));
+    }
+    match catch_unwind(AssertUnwindSafe(|| f(&mut x.socks))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => report(e),
+        Err(p) => {
+            // SAFETY: as above; the closure holding the other borrow is gone.
+            unsafe { (*s).poisoned = true };
+            report(Failure::new(ENSO_ERR_INTERNAL, panic_text(&*p)))
+        }
+    }
+}
+
+macro_rules! on_sockets {
+    ($s:expr, |$x:ident| $body:expr) => {{
+        let f = |$x: &mut Sockets| -> Result<c_int, Failure> { $body };
+        // SAFETY: the entry point's contract: `$s` is null or a handle
+        // from `enso_sockets_open`, not closed, used by this thread only.
+        unsafe { with_socks($s, f) }
+    }};
+}
+
+fn socket_of(s: c_int) -> Result<Socket, Failure> {
+    u32::try_from(s)
+        .map(Socket)
+        .map_err(|_| Failure::new(ENSO_ERR_BAD_HANDLE, format!("{s}: not a socket")))
+}
+
+fn batch_out(batch: *mut EnsoBatch, b: &mut enso::RxBatch<'_>) {
+    let bytes = b.bytes_mut();
+    let v = EnsoBatch {
+        data: bytes.as_mut_ptr(),
+        len: bytes.len(),
+        next: 0,
+    };
+    // SAFETY: the callers checked `batch` is non-null; by their contract it
+    // is writable.
+    unsafe { batch.write(v) };
+}
+
+/// Attaches to the standalone device `name` in `dir` (null for `/dev/shm`)
+/// for Ensō's socket calls (room for 64 sockets), storing the handle in
+/// `*out`.
+///
+/// # Safety
+/// `name` and `dir` are null or NUL-terminated strings; `out` is null or
+/// valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_sockets_open(
+    name: *const c_char,
+    dir: *const c_char,
+    out: *mut *mut EnsoSockets,
+) -> c_int {
+    let mut opts = EnsoDeviceOptions {
+        pipes: 0,
+        tx_pipes: 0,
+        tx_pipe_size: 0,
+        tx_credits: 0,
+        prefetch: 0,
+    };
+    // SAFETY: a valid, writable options struct.
+    unsafe { enso_device_options_default(&mut opts) };
+    let so = Sockets::options();
+    opts.pipes = so.pipes;
+    opts.tx_pipes = so.tx_pipes;
+    let mut dev: *mut EnsoDevice = std::ptr::null_mut();
+    // SAFETY: the caller's contract for `name` and `dir`; valid options and
+    // out pointer.
+    let rc = unsafe { enso_device_open(name, dir, &opts, &mut dev) };
+    if rc != ENSO_OK {
+        return rc;
+    }
+    // SAFETY: `enso_device_open` succeeded: `dev` came from `Box::into_raw`
+    // and nothing else holds it.
+    let d = unsafe { Box::from_raw(dev) };
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null out pointer"));
+        }
+        let s = Box::new(EnsoSockets {
+            socks: Sockets::from_device(d.dev),
+            poisoned: false,
+        });
+        // SAFETY: non-null and writable (caller's contract).
+        unsafe { out.write(Box::into_raw(s)) };
+        Ok(ENSO_OK)
+    })
+}
+
+/// Detaches and frees the sockets handle (null is allowed).
+///
+/// # Safety
+/// `s` is null or a handle from [`enso_sockets_open`], not closed yet and
+/// not used by another thread; it is invalid afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn enso_sockets_close(s: *mut EnsoSockets) -> c_int {
+    if s.is_null() {
+        return ENSO_OK;
+    }
+    // SAFETY: by the caller's contract, from `Box::into_raw` and not closed.
+    let b = unsafe { Box::from_raw(s) };
+    guard(move || {
+        drop(b);
+        Ok(ENSO_OK)
+    })
+}
+
+/// `socket()`: a new socket (an RX/TX pipe on port 0); `fallback` non-zero
+/// makes it receive what no binding steers elsewhere. Returns it (>= 0).
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket(s: *mut EnsoSockets, fallback: c_int) -> c_int {
+    on_sockets!(s, |x| Ok(x.socket(flag(fallback))?.0 as c_int))
+}
+
+/// `bind()`: UDP datagrams to IPv4 address `ip` (host byte order:
+/// 10.0.0.1 is 0x0a000001) and `port` (host byte order) go to socket
+/// `sock`; 0 is a wildcard.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_bind(
+    s: *mut EnsoSockets,
+    sock: c_int,
+    ip: u32,
+    port: u16,
+) -> c_int {
+    on_sockets!(s, |x| {
+        let addr = std::net::SocketAddrV4::new(ip.into(), port);
+        x.bind(socket_of(sock)?, addr)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// `recv()`: copies whole frames received on `sock` into `buf` (each on a
+/// 64 B boundary, as many as fit) and frees them. Returns the bytes
+/// written (0: nothing came, or the first frame does not fit).
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only; `buf` is
+/// null or valid for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_recv(
+    s: *mut EnsoSockets,
+    sock: c_int,
+    buf: *mut u8,
+    len: usize,
+) -> c_int {
+    on_sockets!(s, |x| {
+        if buf.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null buffer"));
+        }
+        // SAFETY: non-null and, by the caller's contract, `len` writable bytes.
+        let out = unsafe { std::slice::from_raw_parts_mut(buf, len.min(c_int::MAX as usize)) };
+        Ok(x.recv(socket_of(sock)?, out)? as c_int)
+    })
+}
+
+/// `recv_zc()`: the frames `sock` has received and not yet taken, in
+/// place, in `*batch` (`len` 0 if none). Hand them back with
+/// [`enso_socket_free`] or send them with [`enso_socket_send_zc`].
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only; `batch`
+/// is null or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_recv_zc(
+    s: *mut EnsoSockets,
+    sock: c_int,
+    batch: *mut EnsoBatch,
+) -> c_int {
+    on_sockets!(s, |x| {
+        if batch.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null batch"));
+        }
+        let mut b = x.recv_zc(socket_of(sock)?)?;
+        batch_out(batch, &mut b);
+        Ok(ENSO_OK)
+    })
+}
+
+/// `recv_select()`: the next socket with frames (its number is returned)
+/// and its frames in place in `*batch`; [`ENSO_ERR_AGAIN`] if none has any.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only; `batch`
+/// is null or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn enso_recv_select(s: *mut EnsoSockets, batch: *mut EnsoBatch) -> c_int {
+    on_sockets!(s, |x| {
+        if batch.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null batch"));
+        }
+        match x.recv_select()? {
+            Some((so, mut b)) => {
+                batch_out(batch, &mut b);
+                Ok(so.0 as c_int)
+            }
+            None => Ok(ENSO_ERR_AGAIN),
+        }
+    })
+}
+
+/// `free_enso_pipe()`: hands back the first `len` bytes taken from `sock`.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_free(s: *mut EnsoSockets, sock: c_int, len: usize) -> c_int {
+    on_sockets!(s, |x| {
+        x.free(socket_of(sock)?, len)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// `send()` of received bytes: sends the first `len` bytes taken from
+/// `sock` and not yet sent or freed, in place, on port 0; they are freed
+/// once sent.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_send_zc(
+    s: *mut EnsoSockets,
+    sock: c_int,
+    len: usize,
+) -> c_int {
+    on_sockets!(s, |x| {
+        x.send_zc(socket_of(sock)?, len)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// `send()` of bytes elsewhere: copies `len` bytes of frames at `frames`
+/// (each on a 64 B boundary; the last one's padding may be left out) into
+/// the handle's TX pipe and sends them on port 0.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only; `frames`
+/// is null or valid for `len` bytes of reads.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_send(
+    s: *mut EnsoSockets,
+    sock: c_int,
+    frames: *const u8,
+    len: usize,
+) -> c_int {
+    on_sockets!(s, |x| {
+        if frames.is_null() {
+            return Err(Failure::new(ENSO_ERR_INVALID, "null frames"));
+        }
+        // SAFETY: non-null and, by the caller's contract, `len` readable bytes.
+        let f = unsafe { std::slice::from_raw_parts(frames, len) };
+        x.send(socket_of(sock)?, f)?;
+        Ok(ENSO_OK)
+    })
+}
+
+/// `get_completions()`: sends completed since the last call.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_get_completions(s: *mut EnsoSockets) -> c_int {
+    on_sockets!(s, |x| Ok(
+        x.get_completions()?.min(c_int::MAX as usize) as c_int
+    ))
+}
+
+/// `shutdown()`: removes the socket's bindings, hands back what it holds
+/// and frees its pipe.
+///
+/// # Safety
+/// `s` is null or a live sockets handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_socket_shutdown(s: *mut EnsoSockets, sock: c_int) -> c_int {
+    on_sockets!(s, |x| {
+        x.shutdown(socket_of(sock)?)?;
         Ok(ENSO_OK)
     })
 }

@@ -347,3 +347,260 @@ fn a_second_device_handle_has_its_own_pipes() {
         assert_eq!(enso_device_close(b), ENSO_OK);
     }
 }
+
+#[test]
+fn recv_max_takes_whole_frames_within_both_bounds() {
+    let s = loopback_device("recvmax");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        // 2 flits, 1 flit, 2 flits.
+        let sent = [frame(1, 1, 100), frame(1, 2, 64), frame(1, 3, 128)];
+        send_frames(dev, tx, &sent);
+        let mut b = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        let start = Instant::now();
+        while b.len < 5 * 64 {
+            assert_eq!(enso_peek(dev, rx, &mut b), ENSO_OK);
+            assert_eq!(enso_prefetch(dev, rx), ENSO_OK);
+            assert!(start.elapsed() < Duration::from_secs(10), "nothing arrived");
+        }
+        // The first two frames take 128 + 64 bytes: 191 holds only one.
+        assert_eq!(enso_recv_max(dev, rx, 191, 10, &mut b), ENSO_OK);
+        assert_eq!(b.len, 128);
+        assert_eq!(frames_of(&mut b), vec![sent[0].clone()]);
+        assert_eq!(enso_recv_max(dev, rx, 1 << 20, 1, &mut b), ENSO_OK);
+        assert_eq!(b.len, 64);
+        assert_eq!(frames_of(&mut b), vec![sent[1].clone()]);
+        assert_eq!(enso_recv_max(dev, rx, 127, 10, &mut b), ENSO_OK);
+        assert_eq!(b.len, 0, "the last frame is larger than the bound");
+        assert_eq!(enso_recv_max(dev, rx, 128, 10, &mut b), ENSO_OK);
+        assert_eq!(frames_of(&mut b), vec![sent[2].clone()]);
+        assert_eq!(
+            enso_recv_max(dev, rx, 128, 10, ptr::null_mut()),
+            ENSO_ERR_INVALID
+        );
+        assert_eq!(enso_free_all(dev, rx), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}
+
+#[test]
+fn timestamps_in_ensos_format_come_back_as_round_trip_times() {
+    let s = loopback_device("ts");
+    let dev = s.open(None);
+    let off = ENSO_DEFAULT_RTT_OFFSET as usize;
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 1);
+        let tx = enso_tx_pipe_alloc(dev);
+        assert_eq!(
+            enso_set_timestamping_as(dev, 0, off as i32, 7),
+            ENSO_ERR_INVALID
+        );
+        assert_eq!(
+            enso_set_timestamping_as(dev, 0, off as i32, ENSO_TS_ENSO),
+            ENSO_OK
+        );
+        send_frames(dev, tx, &[frame(1, 1, 64)]);
+        let (p, mut b) = recv_next(dev);
+        assert_eq!(p, rx);
+        let (mut f, mut n) = (ptr::null_mut(), 0usize);
+        assert_eq!(enso_batch_next(&mut b, &mut f, &mut n), 1);
+        let mut rtt = u64::MAX;
+        assert_eq!(enso_rtt_ns(f, n, off, ENSO_TS_ENSO, &mut rtt), ENSO_OK);
+        let raw = std::slice::from_raw_parts(f.add(off), 4);
+        assert_eq!(rtt, u32::from_be_bytes(raw.try_into().unwrap()) as u64 * 5);
+        assert!(rtt < 1_000_000_000, "{rtt} ns");
+        assert_eq!(enso_free_all(dev, rx), ENSO_OK);
+        assert_eq!(enso_set_timestamping_as(dev, 0, -1, ENSO_TS_ENSO), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}
+
+#[test]
+fn port_stats_count_what_matched_no_rule() {
+    let s = loopback_device("pstats");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let rx = enso_rx_pipe_alloc(dev, 0, 0);
+        assert_eq!(enso_bind(dev, rx, &rule(1)), ENSO_OK);
+        let tx = enso_tx_pipe_alloc(dev);
+        send_frames(
+            dev,
+            tx,
+            &[frame(1, 1, 64), frame(2, 2, 64), frame(2, 3, 64)],
+        );
+        let mut st = EnsoPortStats::default();
+        assert_eq!(enso_port_stats(dev, 1, &mut st), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_port_stats(dev, 0, ptr::null_mut()), ENSO_ERR_INVALID);
+        let start = Instant::now();
+        while st.rx_frames < 3 {
+            // A standalone device's first snapshot comes 200 ms after start.
+            let rc = enso_port_stats(dev, 0, &mut st);
+            assert!(rc == ENSO_OK || rc == ENSO_ERR_IO, "{}", last_error());
+            assert!(start.elapsed() < Duration::from_secs(10), "{st:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!((st.rx_frames, st.tx_frames, st.drop_no_match), (3, 3, 2));
+        assert_eq!((st.rx_bytes, st.pipe_full), (3 * 64, 0));
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}
+
+/// Waits (bounded) for `f` to return something other than `again`.
+fn wait_for(mut f: impl FnMut() -> i32, again: i32) -> i32 {
+    let start = Instant::now();
+    loop {
+        let rc = f();
+        if rc != again {
+            return rc;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "nothing arrived");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn socket_calls_bind_send_receive_select_and_shut_down() {
+    let s = loopback_device("socks");
+    let dir = CString::new(s.dir.path().to_str().unwrap()).unwrap();
+    let mut socks = ptr::null_mut();
+    // SAFETY: valid strings and pointers; `socks` is then a live handle
+    // used by this thread only.
+    unsafe {
+        let rc = enso_sockets_open(s.name.as_ptr(), dir.as_ptr(), &mut socks);
+        assert_eq!(rc, ENSO_OK, "{}", last_error());
+        let a = enso_socket(socks, 0);
+        let b = enso_socket(socks, 0);
+        assert_eq!((a, b), (0, 1));
+        assert_eq!(enso_socket_bind(socks, a, DST_IP, DST_PORT + 1), ENSO_OK);
+        assert_eq!(enso_socket_bind(socks, b, DST_IP, DST_PORT + 2), ENSO_OK);
+        assert_eq!(enso_socket_bind(socks, 7, DST_IP, 1), ENSO_ERR_BAD_HANDLE);
+        // recv copies whole frames out.
+        let f1 = frame(1, 1, 100);
+        assert_eq!(enso_socket_send(socks, a, f1.as_ptr(), f1.len()), ENSO_OK);
+        let mut buf = [0u8; 512];
+        let n = wait_for(
+            || enso_socket_recv(socks, a, buf.as_mut_ptr(), buf.len()),
+            0,
+        );
+        assert_eq!(n, 128);
+        assert_eq!(&buf[..100], &f1[..]);
+        // recv_select names the socket that received, and its frames.
+        let f2 = frame(2, 2, 64);
+        assert_eq!(enso_socket_send(socks, a, f2.as_ptr(), f2.len()), ENSO_OK);
+        let mut batch = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        let got = wait_for(|| enso_recv_select(socks, &mut batch), ENSO_ERR_AGAIN);
+        assert_eq!((got, batch.len), (b, 64));
+        assert_eq!(frames_of(&mut batch), vec![f2.clone()]);
+        // Sent back in place, it returns to `b`.
+        assert_eq!(enso_socket_send_zc(socks, b, 64), ENSO_OK);
+        let mut zc = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        let _ = wait_for(
+            || {
+                assert_eq!(enso_socket_recv_zc(socks, b, &mut zc), ENSO_OK);
+                zc.len as i32
+            },
+            0,
+        );
+        assert_eq!(frames_of(&mut zc), vec![f2]);
+        assert_eq!(enso_socket_free(socks, b, 64), ENSO_OK);
+        // Three sends completed: two copies and one in place.
+        let mut done = 0;
+        let start = Instant::now();
+        while done < 3 {
+            let n = enso_get_completions(socks);
+            assert!(n >= 0, "{}", last_error());
+            done += n;
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{done} completions"
+            );
+        }
+        assert_eq!(done, 3);
+        assert_eq!(
+            enso_socket_send(socks, a, buf.as_ptr(), 10),
+            ENSO_ERR_MALFORMED
+        );
+        assert_eq!(enso_socket_shutdown(socks, a), ENSO_OK);
+        assert_eq!(enso_socket_shutdown(socks, a), ENSO_ERR_BAD_HANDLE);
+        assert_eq!(
+            enso_socket_recv(socks, -1, buf.as_mut_ptr(), 1),
+            ENSO_ERR_BAD_HANDLE
+        );
+        assert_eq!(enso_sockets_close(socks), ENSO_OK);
+    }
+}
+
+#[test]
+fn port_macs_stream_pipes_and_rxtx_pipes_in_notification_order() {
+    let s = loopback_device("more");
+    let dev = s.open(None);
+    // SAFETY: `dev` is live and used by this thread only; pointers valid.
+    unsafe {
+        let mut mac = [0u8; 6];
+        assert_eq!(enso_port_mac(dev, 0, mac.as_mut_ptr()), ENSO_OK);
+        assert_ne!(mac, [0; 6]);
+        assert_eq!(mac[0] & 1, 0, "a unicast address");
+        assert_eq!(enso_port_mac(dev, 1, mac.as_mut_ptr()), ENSO_ERR_NO_PORT);
+        assert_eq!(enso_port_mac(dev, 0, ptr::null_mut()), ENSO_ERR_INVALID);
+        // An RX pipe for flow 1, an RX/TX pipe for flow 2, a stream pipe
+        // for flow 3.
+        let rx = enso_rx_pipe_alloc(dev, 0, 0);
+        let rxtx = enso_rxtx_pipe_alloc(dev, 0, 0);
+        let st = enso_stream_pipe_alloc(dev, 0, 0);
+        assert!(rx >= 0 && rxtx >= 0 && st >= 0, "{}", last_error());
+        assert_eq!(enso_stream_pipe_alloc(dev, 3, 0), ENSO_ERR_NO_PORT);
+        for (p, flow) in [(rx, 1), (rxtx, 2), (st, 3)] {
+            assert_eq!(enso_bind(dev, p, &rule(flow)), ENSO_OK);
+        }
+        let tx = enso_tx_pipe_alloc(dev);
+        send_frames(
+            dev,
+            tx,
+            &[frame(1, 1, 64), frame(2, 2, 64), frame(3, 3, 100)],
+        );
+        // Only the RX/TX pipe is named; the RX pipe stays ready.
+        let p = wait_for(|| enso_next_rxtx_pipe_with_data(dev), ENSO_ERR_AGAIN);
+        assert_eq!(p, rxtx);
+        let mut b = EnsoBatch {
+            data: ptr::null_mut(),
+            len: 0,
+            next: 0,
+        };
+        assert_eq!(enso_recv(dev, rxtx, &mut b), ENSO_OK);
+        assert_eq!(frames_of(&mut b), vec![frame(2, 2, 64)]);
+        assert_eq!(enso_free_all(dev, rxtx), ENSO_OK);
+        // The stream pipe holds the UDP payload alone: 100 - 42 bytes.
+        let got = wait_for(
+            || {
+                assert_eq!(enso_recv(dev, st, &mut b), ENSO_OK);
+                if b.len == 0 {
+                    assert_eq!(enso_prefetch(dev, st), ENSO_OK);
+                }
+                b.len as i32
+            },
+            0,
+        );
+        assert_eq!(got, 58);
+        let f3 = frame(3, 3, 100);
+        assert_eq!(std::slice::from_raw_parts(b.data, b.len), &f3[42..]);
+        assert_eq!(enso_free(dev, st, 5), ENSO_OK, "any byte count");
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+}

@@ -85,6 +85,101 @@ impl<'a> RxBatch<'a> {
     pub fn packet_count(&self) -> usize {
         self.packets().count()
     }
+
+    /// Where each frame of the batch is: its offset and length in
+    /// [`RxBatch::bytes`] (past its marker flit, if it has one) and where
+    /// its slot ends (the next frame's start; free or send up to it to
+    /// hand back the frames before).
+    pub fn frames(&self) -> Frames<'_> {
+        Frames {
+            data: self.data,
+            at: 0,
+            error: None,
+        }
+    }
+}
+
+/// One frame of a batch ([`RxBatch::frames`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameSpan {
+    /// Offset of the frame's first byte in the batch (behind its marker
+    /// flit, if it has one).
+    pub offset: usize,
+    /// The frame's length in bytes.
+    pub len: usize,
+    /// Offset where the frame's slot ends (a multiple of 64): the next
+    /// frame's slot starts there.
+    pub end: usize,
+}
+
+/// Iterator over where the frames of a batch are ([`RxBatch::frames`]).
+#[derive(Debug)]
+pub struct Frames<'a> {
+    data: &'a [u8],
+    at: usize,
+    error: Option<FrameError>,
+}
+
+impl Frames<'_> {
+    /// Set if iteration stopped early on bytes that are not a frame.
+    pub fn error(&self) -> Option<FrameError> {
+        self.error
+    }
+}
+
+impl Iterator for Frames<'_> {
+    type Item = FrameSpan;
+    #[inline]
+    fn next(&mut self) -> Option<FrameSpan> {
+        let rest = &self.data[self.at..];
+        match next_frame(rest)? {
+            Ok(d) => {
+                let span = FrameSpan {
+                    offset: self.at + d.start,
+                    len: d.len,
+                    end: self.at + (d.flits * FLIT).min(rest.len()),
+                };
+                self.at = span.end;
+                Some(span)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.at = self.data.len();
+                None
+            }
+        }
+    }
+}
+
+/// Bytes at the start of `data` (frames back to back on flit boundaries)
+/// that hold at most `max_pkts` whole frames in at most `max_bytes`. Bytes
+/// that are not frames, first in `data`, count as one slot of everything
+/// left (within `max_bytes`, in whole flits), so that they are handed out
+/// and the batch's iterators report them; behind frames they are left for
+/// the next call. Walks headers only: no allocation.
+#[inline]
+pub(crate) fn frames_within(data: &[u8], max_bytes: usize, max_pkts: usize) -> usize {
+    let limit = data.len().min(max_bytes);
+    let (mut at, mut n) = (0, 0);
+    while n < max_pkts && at < data.len() {
+        match next_frame(&data[at..]) {
+            Some(Ok(d)) => {
+                let end = at + (d.flits * FLIT).min(data.len() - at);
+                if end > limit {
+                    break;
+                }
+                at = end;
+                n += 1;
+            }
+            _ => {
+                if n == 0 {
+                    at = limit - limit % FLIT;
+                }
+                break;
+            }
+        }
+    }
+    at
 }
 
 /// Where the next frame is in `rest`, or an error if the bytes are not
@@ -271,6 +366,57 @@ mod tests {
             assert_eq!(write_frame(&mut out, &f[..n]), Ok(need));
             assert_eq!(&out[at..at + n], &f[..n]);
         }
+    }
+
+    #[test]
+    fn frames_give_offsets_behind_markers_and_bounds_take_whole_frames() {
+        let tf = TestFrames::new(3, 0);
+        let mut stream = vec![0u8; 64 * 20];
+        let mut at = 0;
+        let mut f = [0u8; 1536];
+        // 2 flits, 3 flits (marker + 100 B), 1 flit.
+        for (i, (kind, len)) in [
+            (FrameKind::Ipv4Udp, 100),
+            (FrameKind::Raw, 100),
+            (FrameKind::Ipv4Udp, 64),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let n = tf.build(kind, i as u64, 1, len, &mut f);
+            at += write_frame(&mut stream[at..], &f[..n]).unwrap();
+        }
+        let b = RxBatch {
+            data: &mut stream[..at],
+        };
+        let spans: Vec<FrameSpan> = b.frames().collect();
+        let want = |offset, len, end| FrameSpan { offset, len, end };
+        assert_eq!(
+            spans,
+            [want(0, 100, 128), want(192, 100, 320), want(320, 64, 384)]
+        );
+        for (s, p) in spans.iter().zip(b.packets()) {
+            assert_eq!(&b.bytes()[s.offset..s.offset + s.len], p);
+        }
+        let data = b.bytes();
+        assert_eq!(frames_within(data, usize::MAX, usize::MAX), 384);
+        assert_eq!(frames_within(data, usize::MAX, 2), 320);
+        assert_eq!(frames_within(data, 319, usize::MAX), 128);
+        assert_eq!(frames_within(data, 127, usize::MAX), 0);
+        assert_eq!(frames_within(data, 384, 0), 0);
+        let junk = [0xffu8; 256];
+        assert_eq!(
+            frames_within(&junk, 200, 5),
+            192,
+            "garbage first is handed out"
+        );
+        let mut mixed = stream[..128].to_vec();
+        mixed.extend_from_slice(&junk);
+        assert_eq!(
+            frames_within(&mixed, usize::MAX, 5),
+            128,
+            "garbage behind waits"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ use liveness::Keepalive;
 mod alloc;
 mod attach;
 mod config;
+mod counters;
 mod liveness;
 mod mmio;
 mod notify;
@@ -34,6 +35,7 @@ mod tx;
 
 pub use attach::DeviceOptions;
 pub use config::MAX_FLOW_RULES;
+pub use counters::{PipeDrops, PortDrops, PortStats};
 
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;
@@ -110,6 +112,23 @@ pub struct TxPipe {
 
 /// A flow rule: which traffic a pipe receives. Zero fields are wildcards as
 /// the NIC's matching rules define (see `nic_emu::steering`).
+///
+/// Byte order: every field is a number in the host's byte order, not the
+/// frame's network order: `src_ip`/`dst_ip` as `u32::from(Ipv4Addr)`
+/// (10.1.0.1 is `0x0a01_0001`), `src_port`/`dst_port` as plain port
+/// numbers (5000 is `5000`), `protocol` one byte (17 for UDP). Code ported
+/// from C that fills them with `htonl`/`htons` must not.
+///
+/// ```
+/// use std::net::Ipv4Addr;
+/// let rule = enso::FlowRule {
+///     dst_ip: u32::from(Ipv4Addr::new(10, 1, 0, 1)),
+///     dst_port: 5000,
+///     protocol: 17,
+///     ..Default::default()
+/// };
+/// assert_eq!(rule.dst_ip, 0x0a01_0001);
+/// ```
 pub type FlowRule = FiveTuple;
 
 #[derive(Debug)]
@@ -125,6 +144,9 @@ struct PipeSw {
     rxtx: bool,
     queued: bool,
     dirty: bool,
+    /// Freed ([`Device::free_pipe`]): disabled at the NIC, its slot (and
+    /// memory) kept for the next allocation.
+    free: bool,
     /// log2 of the position unit: 6 (flits) or 0 (bytes, stream pipes).
     shift: u32,
     /// Position mask (pipe size in units - 1).
@@ -228,6 +250,10 @@ pub struct Device {
     tx_inflight: u32,
     tx_credits: u32,
     tx_records: Box<[TxRecord]>,
+    /// Sends (TX notifications of data, not configuration) completed.
+    sends_done: u64,
+    /// A standalone device's directory (where it writes its counters).
+    devdir: Option<std::path::PathBuf>,
     tx_unflushed: bool,
     pipes: Vec<PipeSw>,
     tx_pipes: Vec<TxPipeSw>,
@@ -273,6 +299,13 @@ impl Device {
         &self.stats
     }
 
+    /// Sends the NIC has completed so far, whoever reaped them: TX
+    /// notifications of data ([`Device::send`], [`Device::send_and_free`],
+    /// [`Device::discard`]), not of configuration. A running total.
+    pub fn sends_completed(&self) -> u64 {
+        self.sends_done
+    }
+
     /// Whether automatic notification prefetching is on.
     pub fn prefetching(&self) -> bool {
         self.prefetch
@@ -286,7 +319,12 @@ impl Device {
 
     /// The global (device) id of a pipe.
     pub fn pipe_id(&self, p: RxPipe) -> Option<u32> {
-        (p.dev == self.uid).then(|| self.pipes.get(p.idx as usize).map(|s| s.id))?
+        (p.dev == self.uid).then(|| {
+            self.pipes
+                .get(p.idx as usize)
+                .filter(|s| !s.free)
+                .map(|s| s.id)
+        })?
     }
 
     pub(crate) fn region_ptr(&self) -> *mut u8 {

@@ -192,6 +192,18 @@ pub enum ConfigError {
     NotBound,
 }
 
+/// Reading the NIC's counters ([`crate::Device::port_stats`]) failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StatsError {
+    /// The device has no such port.
+    #[error("no port {0}")]
+    NoPort(u32),
+    /// The device gives no counters (a stepped engine: ask it directly),
+    /// or they could not be read or understood.
+    #[error("NIC counters: {0}")]
+    Unavailable(String),
+}
+
 /// Any error of the library. Every per-operation error converts into it
 /// (`From`), so a function returning `Result<_, enso::Error>` can use `?`
 /// on every call; the per-operation error is kept inside, unchanged, and
@@ -233,6 +245,9 @@ pub enum Error {
     /// A packet handler's driver failed.
     #[error(transparent)]
     Driver(#[from] crate::app::DriverError),
+    /// Reading the NIC's counters failed.
+    #[error(transparent)]
+    Stats(#[from] StatsError),
 }
 
 impl Error {

@@ -191,13 +191,19 @@ mod shared;
 pub mod socket;
 
 pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver, Verdict};
-pub use batch::{Packets, PacketsMut, RxBatch};
+pub use batch::{FrameSpan, Frames, Packets, PacketsMut, RxBatch};
 pub use device::{
-    Device, DeviceOptions, DeviceStats, FlowRule, RxPipe, RxTxPipe, TxPipe, MAX_FLOW_RULES,
+    Device, DeviceOptions, DeviceStats, FlowRule, PipeDrops, PortDrops, PortStats, RxPipe,
+    RxTxPipe, TxPipe, MAX_FLOW_RULES,
 };
 pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;
 pub use packetized::{Mbuf, QueueId, QueueStats};
+
+/// Ensō's default timestamp offset (`kDefaultRttOffset`, what its
+/// `enable_device_timestamp` uses when given none): bytes 18..22 of a frame,
+/// the IPv4 identification and fragment fields.
+pub const DEFAULT_RTT_OFFSET: u8 = 18;
 
 /// The round-trip time, in nanoseconds, that a port with timestamping on
 /// wrote into `frame` at `offset` in `format`; `None` if the frame is too

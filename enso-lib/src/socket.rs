@@ -61,6 +61,7 @@ use enso_abi::wire::PROTO_UDP;
 use crate::batch::RxBatch;
 use crate::device::{Device, DeviceOptions, FlowRule, RxTxPipe, TxPipe};
 use crate::error::{Error, SendError};
+use crate::TsFormat;
 
 /// A socket: an index into its [`Sockets`], as Ensō's are small integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +99,8 @@ pub struct Sockets {
     socks: Vec<Option<Slot>>,
     /// For [`Sockets::send`] of bytes that are not in a socket's pipe.
     tx: Option<TxPipe>,
+    /// The handle's completion count when `get_completions` last returned.
+    completions_told: u64,
 }
 
 impl Sockets {
@@ -126,10 +129,12 @@ impl Sockets {
     /// Sockets over a device handle attached some other way (in process,
     /// say). Its options must leave room for the sockets' pipes.
     pub fn from_device(dev: Device) -> Sockets {
+        let told = dev.sends_completed();
         Sockets {
             dev,
             socks: Vec::new(),
             tx: None,
+            completions_told: told,
         }
     }
 
@@ -155,11 +160,21 @@ impl Sockets {
     /// [`Sockets::enable_device_round_robin`]).
     pub fn socket(&mut self, fallback: bool) -> Result<Socket, SocketError> {
         let pipe = self.dev.alloc_rxtx_pipe(fallback).map_err(e)?;
-        self.socks.push(Some(Slot {
+        let slot = Some(Slot {
             pipe,
             rules: Vec::new(),
-        }));
-        Ok(Socket(self.socks.len() as u32 - 1))
+        });
+        // The lowest free number, as file descriptors are given.
+        match self.socks.iter().position(Option::is_none) {
+            Some(i) => {
+                self.socks[i] = slot;
+                Ok(Socket(i as u32))
+            }
+            None => {
+                self.socks.push(slot);
+                Ok(Socket(self.socks.len() as u32 - 1))
+            }
+        }
     }
 
     /// `bind()`: UDP datagrams to `local` (address and port) go to socket
@@ -294,22 +309,46 @@ impl Sockets {
             .map_err(|x: SendError| e(x))
     }
 
-    /// `get_completions()`: TX notifications the NIC has completed since
-    /// the last call (what was sent and freed).
+    /// `get_completions()`: sends the NIC has completed since the last call
+    /// (what was sent and freed; configuration such as a fallback socket
+    /// or timestamping is not counted), as Ensō counts them: every
+    /// completion the handle reaped counts, also those reaped by `recv`,
+    /// `send` or `recv_select` in between, so a loop that keeps
+    /// `pending -= get_completions()` sees every send complete.
     pub fn get_completions(&mut self) -> Result<usize, SocketError> {
-        self.dev.reap_completions().map_err(e)
+        self.dev.reap_completions().map_err(e)?;
+        let total = self.dev.sends_completed();
+        let n = total - self.completions_told;
+        self.completions_told = total;
+        Ok(n as usize)
     }
 
     /// `enable_device_timestamp()`: the NIC stamps frames it sends on port
     /// 0 at `offset` and turns the stamp into the round-trip time when they
-    /// come back.
+    /// come back, in Ensō's format ([`TsFormat::Enso`]: big-endian cycles of
+    /// 5 ns), so that code reading it with Ensō's `get_pkt_rtt` reads it
+    /// unchanged ([`crate::rtt_ns`] reads it in nanoseconds). Ensō's default
+    /// offset is [`crate::DEFAULT_RTT_OFFSET`].
     pub fn enable_device_timestamp(&mut self, offset: u8) -> Result<(), SocketError> {
-        self.dev.set_timestamping(0, Some(offset)).map_err(e)
+        self.enable_device_timestamp_as(offset, TsFormat::Enso)
+    }
+
+    /// As [`Sockets::enable_device_timestamp`], in `format`.
+    pub fn enable_device_timestamp_as(
+        &mut self,
+        offset: u8,
+        format: TsFormat,
+    ) -> Result<(), SocketError> {
+        self.dev
+            .set_timestamping_as(0, Some(offset), format)
+            .map_err(e)
     }
 
     /// `disable_device_timestamp()`.
     pub fn disable_device_timestamp(&mut self) -> Result<(), SocketError> {
-        self.dev.set_timestamping(0, None).map_err(e)
+        self.dev
+            .set_timestamping_as(0, None, TsFormat::Enso)
+            .map_err(e)
     }
 
     /// `enable_device_rate_limit()`: port 0 sends at most `num` flits every
@@ -337,9 +376,10 @@ impl Sockets {
         self.dev.set_fallback_round_robin(pipe, false).map_err(e)
     }
 
-    /// `shutdown()`: removes the socket's bindings and hands back whatever
-    /// it holds. The pipe itself is the handle's until it detaches (as
-    /// Ensō's pipes are), so the number is not reused.
+    /// `shutdown()`: removes the socket's bindings, waits (bounded) for its
+    /// sends in flight, drops what it holds and frees its pipe
+    /// ([`Device::free_pipe`]): the pipe and the socket's number are
+    /// reused by a later [`Sockets::socket`].
     pub fn shutdown(&mut self, s: Socket) -> Result<(), SocketError> {
         let slot = self.socks.get_mut(s.0 as usize).and_then(Option::take);
         let Some(slot) = slot else {
@@ -348,6 +388,6 @@ impl Sockets {
         for rule in slot.rules {
             self.dev.unbind(slot.pipe, rule).map_err(e)?;
         }
-        self.dev.free_all(slot.pipe).map_err(e)
+        self.dev.free_pipe(slot.pipe).map_err(e)
     }
 }

@@ -175,3 +175,67 @@ fn each_port_has_its_own_mac_and_none_is_given_past_the_ports() {
     assert_eq!(a, enso_abi::devname::port_mac("macs", 0));
     assert_eq!(dev.port_mac(2), None);
 }
+
+#[test]
+fn recv_max_hands_out_whole_frames_within_both_bounds() {
+    use nic_emu::testframe::FrameKind;
+    use nic_emu::SizeSpec;
+    // 12 frames of 100 bytes: IPv4 ones take 2 flits, opaque ones 3 (a
+    // marker flit first).
+    let g = GeneratorConfig {
+        count: Some(12),
+        sizes: SizeSpec::Fixed(100),
+        kinds: vec![FrameKind::Ipv4Udp, FrameKind::Raw],
+        ..Default::default()
+    };
+    let (mut e, _dir) = engine("api-recv-max", g, 64 << 10);
+    let mut dev = Device::attach_engine(&mut e, opts(1)).expect("attach");
+    let pipe = dev.alloc_rx_pipe(true).expect("pipe");
+    e.run_until_idle(10_000);
+    dev.prefetch(pipe).expect("prefetch");
+    e.run_until_idle(100);
+    let (mut frames, mut bytes, mut markers, mut batches) = (0, 0, 0, 0);
+    for _ in 0..40 {
+        let b = dev.recv_max(pipe, 5 * 64, 2).expect("recv_max");
+        if b.is_empty() {
+            break;
+        }
+        batches += 1;
+        let spans: Vec<_> = b.frames().collect();
+        assert!(b.len() <= 5 * 64, "{} bytes", b.len());
+        assert!((1..=2).contains(&spans.len()), "{} frames", spans.len());
+        assert_eq!(spans.last().map(|s| s.end), Some(b.len()), "whole frames");
+        let mut slot = 0;
+        for (s, p) in spans.iter().zip(b.packets()) {
+            assert_eq!(s.len, 100);
+            assert_eq!(&b.bytes()[s.offset..s.offset + s.len], p);
+            assert_eq!(s.offset % 64, 0);
+            // Behind a marker flit the frame starts one flit into its slot.
+            if s.offset > slot {
+                assert_eq!((s.offset - slot, s.end - slot), (64, 192));
+                markers += 1;
+            } else {
+                assert_eq!(s.end - slot, 128);
+            }
+            slot = s.end;
+        }
+        frames += spans.len();
+        bytes += b.len();
+    }
+    assert_eq!(frames, 12);
+    assert!(
+        (1..12).contains(&markers),
+        "both kinds came: {markers} opaque"
+    );
+    assert_eq!(bytes, (12 - markers) * 128 + markers * 192);
+    assert!(batches >= 6, "at most 2 frames a batch: {batches}");
+    // A bound below the next frame gives an empty batch and keeps it.
+    dev.unconsume(pipe, bytes).expect("unconsume");
+    assert!(dev.recv_max(pipe, 127, 10).expect("recv_max").is_empty());
+    assert!(dev.recv_max(pipe, 1000, 0).expect("recv_max").is_empty());
+    let b = dev
+        .recv_max(pipe, usize::MAX, usize::MAX)
+        .expect("recv_max");
+    assert_eq!((b.len(), b.frames().count()), (bytes, 12));
+    dev.free_all(pipe).expect("free_all");
+}

@@ -161,3 +161,118 @@ fn bad_sockets_and_bytes_that_are_not_frames_are_refused() {
     drop(socks);
     nic.try_stop().unwrap();
 }
+
+#[test]
+fn socket_timestamps_are_in_ensos_format_at_its_default_offset() {
+    use enso::{rtt_ns, TsFormat, DEFAULT_RTT_OFFSET};
+    assert_eq!(DEFAULT_RTT_OFFSET, 18);
+    let (nic, mut socks) = loopback("ts");
+    let s = socks.socket(true).unwrap();
+    socks.enable_device_timestamp(DEFAULT_RTT_OFFSET).unwrap();
+    let off = DEFAULT_RTT_OFFSET as usize;
+    let mut rtts = Vec::new();
+    let until = Instant::now() + Duration::from_secs(5);
+    for i in 0..5u8 {
+        let f = udp_frame(addr("10.0.0.9:4000"), addr("10.0.0.1:7"), &[i; 40]);
+        socks.send(s, &f).unwrap();
+        let want = rtts.len() + 1;
+        while rtts.len() < want {
+            assert!(Instant::now() < until, "frames did not come back");
+            let n = {
+                let b = socks.recv_zc(s).unwrap();
+                for p in b.packets() {
+                    let raw: [u8; 4] = p[off..off + 4].try_into().unwrap();
+                    rtts.push((raw, rtt_ns(p, off, TsFormat::Enso).unwrap()));
+                }
+                b.len()
+            };
+            socks.free(s, n).unwrap();
+        }
+    }
+    for (raw, ns) in rtts {
+        // Big-endian cycles of 5 ns: a round trip within a loopback is
+        // well under a second (little-endian nanoseconds read this way
+        // would be seconds long for any round trip under 16 us).
+        assert!(ns < 1_000_000_000, "{raw:?} read as {ns} ns");
+        assert_eq!(ns, u32::from_be_bytes(raw) as u64 * 5);
+    }
+    socks.disable_device_timestamp().unwrap();
+    drop(socks);
+    nic.try_stop().unwrap();
+}
+
+#[test]
+fn get_completions_counts_what_recv_and_send_reaped_too() {
+    let (nic, mut socks) = loopback("compl");
+    let s = socks.socket(true).unwrap();
+    let f = udp_frame(addr("10.0.0.9:4000"), addr("10.0.0.1:7"), &[1; 40]);
+    let mut pending = 0usize;
+    let mut received = 0;
+    let mut buf = vec![0u8; 4096];
+    let until = Instant::now() + Duration::from_secs(5);
+    // EnsōGen's loop: send, receive, and `pending -= get_completions()`.
+    // Only every fourth round asks get_completions, so recv and send
+    // reap most completions in between; none may be lost.
+    for round in 0..200 {
+        if round < 100 {
+            socks.send(s, &f).unwrap();
+            pending += 1;
+        }
+        // Each 82-byte frame takes a 128-byte slot.
+        received += socks.recv(s, &mut buf).unwrap() / 128;
+        if round % 4 == 3 {
+            pending -= socks.get_completions().unwrap();
+        }
+    }
+    while pending > 0 || received < 100 {
+        assert!(
+            Instant::now() < until,
+            "stalled: {pending} pending, {received} received"
+        );
+        received += socks.recv(s, &mut buf).unwrap() / 128;
+        pending -= socks.get_completions().unwrap();
+    }
+    assert_eq!((pending, received), (0, 100));
+    assert_eq!(socks.get_completions().unwrap(), 0, "nothing counted twice");
+    drop(socks);
+    nic.try_stop().unwrap();
+}
+
+#[test]
+fn shutdown_frees_the_pipe_so_sockets_can_be_made_again_and_again() {
+    let (nic, mut socks) = loopback("reuse");
+    // Sockets::options() leaves room for 64 at once.
+    let all: Vec<Socket> = (0..64).map(|_| socks.socket(false).unwrap()).collect();
+    assert!(socks.socket(false).is_err(), "a 65th at once does not fit");
+    for s in &all {
+        socks.shutdown(*s).unwrap();
+    }
+    // 64 shutdowns later, sockets are made again, and they work: each
+    // bound socket receives what is sent to it, nothing of its
+    // predecessor's.
+    let c = addr("10.0.0.9:4000");
+    for round in 0..3u16 {
+        let s = socks.socket(false).unwrap();
+        assert_eq!(s, Socket(0), "the lowest free number");
+        let to = SocketAddrV4::new([10, 0, 0, 1].into(), 100 + round);
+        socks.bind(s, to).unwrap();
+        socks
+            .send(s, &udp_frame(c, to, &[round as u8; 50]))
+            .unwrap();
+        let got = collect(&mut socks, s, 1, 4096);
+        assert_eq!(got.len(), 1, "round {round}");
+        assert_eq!(parse_udp(&got[0]).unwrap().2, &[round as u8; 50][..]);
+        // One frame in the pipe not yet taken when it is shut down.
+        socks.send(s, &udp_frame(c, to, &[0xee; 50])).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        socks.shutdown(s).unwrap();
+    }
+    let more: Vec<Socket> = (0..64).map(|_| socks.socket(true).unwrap()).collect();
+    assert_eq!(more.len(), 64);
+    assert!(matches!(
+        socks.shutdown(Socket(99)),
+        Err(SocketError::NoSocket(99))
+    ));
+    drop(socks);
+    nic.try_stop().unwrap();
+}

@@ -880,6 +880,16 @@ impl enso_abi::control::LocalNic for NicControl {
     fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
         Box::new(self.clone())
     }
+    fn stats_json(&self) -> Result<String, String> {
+        let (tx, rx) = bounded(1);
+        self.tx
+            .send(Cmd::Stats(tx))
+            .map_err(|_| "the NIC engine has stopped".to_string())?;
+        let stats = rx
+            .recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| "the NIC engine did not answer".to_string())?;
+        serde_json::to_string(&stats).map_err(|e| e.to_string())
+    }
 }
 
 impl enso_abi::control::LocalNic for Nic {
@@ -897,5 +907,8 @@ impl enso_abi::control::LocalNic for Nic {
     }
     fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
         Box::new(self.control())
+    }
+    fn stats_json(&self) -> Result<String, String> {
+        self.control().stats_json()
     }
 }

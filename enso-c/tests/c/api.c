@@ -78,6 +78,8 @@ int main(void) {
     EXPECT_CODE(enso_device_port_count(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_device_check_alive(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_device_stats(NULL, &st), ENSO_ERR_INVALID);
+    enso_port_stats_t ps;
+    EXPECT_CODE(enso_port_stats(NULL, 0, &ps), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_prefetch(NULL, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_rx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_rxtx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
@@ -88,6 +90,7 @@ int main(void) {
     EXPECT_CODE(enso_next_pipe_with_data(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_recv(NULL, 0, &b), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_peek(NULL, 0, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_recv_max(NULL, 0, 4096, 8, &b), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_confirm(NULL, 0, 64), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_unconsume(NULL, 0, 64), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_free(NULL, 0, 64), ENSO_ERR_INVALID);
@@ -102,6 +105,41 @@ int main(void) {
     EXPECT_CODE(enso_tx_in_flight(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_timestamping(NULL, 0, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_rate_limit(NULL, 0, 744, 1000), ENSO_ERR_INVALID);
+    uint8_t mac[6];
+    EXPECT_CODE(enso_next_rxtx_pipe_with_data(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_port_mac(NULL, 0, mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_stream_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
+
+    /* Every socket call refuses a null handle. */
+    enso_sockets_t *socks = NULL;
+    EXPECT_CODE(enso_sockets_open("no-such-device-for-api-c", "/tmp", &socks), ENSO_ERR_ATTACH);
+    EXPECT(socks == NULL);
+    EXPECT_CODE(enso_sockets_close(NULL), ENSO_OK);
+    EXPECT_CODE(enso_socket(NULL, 1), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_bind(NULL, 0, 0x0a000001, 7), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_recv(NULL, 0, mac, sizeof mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_recv_zc(NULL, 0, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_recv_select(NULL, &b), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_free(NULL, 0, 64), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_send_zc(NULL, 0, 64), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_send(NULL, 0, mac, sizeof mac), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_get_completions(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_socket_shutdown(NULL, 0), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_set_timestamping_as(NULL, 0, ENSO_DEFAULT_RTT_OFFSET, ENSO_TS_ENSO),
+                ENSO_ERR_INVALID);
+
+    /* Round-trip times: Ensō's format is big-endian 5 ns cycles. */
+    uint8_t ts[24] = {0};
+    uint64_t rtt = 0;
+    ts[ENSO_DEFAULT_RTT_OFFSET + 3] = 7;
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, ENSO_DEFAULT_RTT_OFFSET, ENSO_TS_ENSO, &rtt), ENSO_OK);
+    EXPECT(rtt == 35);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, ENSO_TS_NATIVE, &rtt), ENSO_OK);
+    EXPECT(rtt == 7ull << 24);
+    EXPECT_CODE(enso_rtt_ns(ts, 21, 18, ENSO_TS_ENSO, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, 5, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(NULL, 0, 0, ENSO_TS_ENSO, &rtt), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rtt_ns(ts, sizeof ts, 18, ENSO_TS_ENSO, NULL), ENSO_ERR_INVALID);
 
     /* Frames into a stream, and back out of it as a batch. */
     uint8_t stream[64 * 8], frame[64];

@@ -4,8 +4,8 @@ use enso_abi::layout::{self, config, reg, reg_addr};
 use enso_abi::shm::MirrorMap;
 use enso_abi::wire::FLIT;
 
-use super::{Device, PipeSw, RxPipe, RxTxPipe, TxPipe, TxPipeSw};
-use crate::error::AllocError;
+use super::{Device, PipeSw, RxPipe, RxTxPipe, TxPipe, TxPipeSw, Wait};
+use crate::error::{AllocError, DeviceError, FreeError};
 
 impl Device {
     /// Reserves `len` bytes (page aligned) of the DMA region.
@@ -41,33 +41,46 @@ impl Device {
         if port as usize >= self.info.ports {
             return Err(AllocError::NoPort(port));
         }
-        let idx = self.pipes.len() as u32;
-        if idx >= self.info.pipe_count.min(self.opts.pipes) {
-            return Err(AllocError::NoPipes(self.info.pipe_count));
-        }
         let size = self.info.pipe_size;
-        let off = self.alloc_region(size)?;
-        let map =
-            MirrorMap::new(&self.file, off, size).map_err(|e| AllocError::Map(e.to_string()))?;
-        let id = self.info.pipe_base + idx;
-        self.pipes.push(PipeSw {
-            id,
-            map,
-            off,
-            tail: 0,
-            consumed: 0,
-            sent: 0,
-            freed: 0,
-            rxtx,
-            queued: false,
-            dirty: false,
-            shift: if stream { 0 } else { FLIT.trailing_zeros() },
-            mask: if stream {
-                size as u32 - 1
-            } else {
-                (size / FLIT) as u32 - 1
-            },
-        });
+        let shift = if stream { 0 } else { FLIT.trailing_zeros() };
+        let mask = if stream {
+            size as u32 - 1
+        } else {
+            (size / FLIT) as u32 - 1
+        };
+        // A freed pipe's slot first (its memory and id), then a new one.
+        let (idx, id, off) = if let Some(i) = self.pipes.iter().position(|p| p.free) {
+            self.settle_freed_pipes()?;
+            let p = &mut self.pipes[i];
+            (p.tail, p.consumed, p.sent, p.freed) = (0, 0, 0, 0);
+            (p.rxtx, p.shift, p.mask, p.free) = (rxtx, shift, mask, false);
+            (i as u32, p.id, p.off)
+        } else {
+            let idx = self.pipes.len() as u32;
+            if idx >= self.info.pipe_count.min(self.opts.pipes) {
+                return Err(AllocError::NoPipes(self.info.pipe_count));
+            }
+            let off = self.alloc_region(size)?;
+            let map = MirrorMap::new(&self.file, off, size)
+                .map_err(|e| AllocError::Map(e.to_string()))?;
+            let id = self.info.pipe_base + idx;
+            self.pipes.push(PipeSw {
+                id,
+                map,
+                off,
+                tail: 0,
+                consumed: 0,
+                sent: 0,
+                freed: 0,
+                rxtx,
+                queued: false,
+                dirty: false,
+                free: false,
+                shift,
+                mask,
+            });
+            (idx, id, off)
+        };
         // Enable: head and tail start at zero; the high address half enables.
         // The low 12 bits of the (page aligned) address name the port.
         let flags = if stream { layout::PIPE_STREAM } else { 0 };
@@ -78,6 +91,66 @@ impl Device {
             self.config(config::FALLBACK, [config::FALLBACK_ADD, id as u64, 0, 0, 0])?;
         }
         Ok(p)
+    }
+
+    /// Frees a pipe: waits (bounded) for its sends in flight to complete,
+    /// disables it at the NIC (which forgets its flow rules and takes it
+    /// out of the fallback pipes) and keeps its slot for the next
+    /// allocation, which reuses it. Bytes received and not freed are
+    /// dropped with it. The handle no longer names a pipe: calls with it
+    /// fail, or after a new allocation reuses the slot, name the new pipe.
+    pub fn free_pipe(&mut self, pipe: impl Into<RxPipe>) -> Result<(), FreeError> {
+        let pipe = pipe.into();
+        if self.pipe_id(pipe).is_none() {
+            return Err(FreeError::ForeignPipe);
+        }
+        let idx = pipe.idx as usize;
+        let mut wait = Wait::new();
+        loop {
+            let p = &self.pipes[idx];
+            if p.sent == p.freed {
+                break;
+            }
+            self.flush_tx()?;
+            self.reap_completions()?;
+            wait.check(self, DeviceError::TxStalled)?;
+            std::hint::spin_loop();
+        }
+        let p = &mut self.pipes[idx];
+        p.free = true;
+        let id = p.id;
+        // Nothing is handed out again, and a prefetch that picks the slot
+        // writes a zero head, which the NIC takes for a disabled pipe.
+        (p.tail, p.consumed, p.freed, p.sent) = (0, 0, 0, 0);
+        // Disabling: a zero address.
+        self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), 0)?;
+        self.mmio_write(reg_addr(id, reg::RX_MEM_HIGH), 0)?;
+        Ok(())
+    }
+
+    /// Before a freed pipe's slot is reused: waits (bounded) until the NIC
+    /// has taken the writes that disabled it, then consumes every
+    /// notification it wrote before that (ignored: they name a free pipe),
+    /// so that none of them is taken for the new pipe's.
+    fn settle_freed_pipes(&mut self) -> Result<(), DeviceError> {
+        let mut wait = Wait::new();
+        loop {
+            self.mmio_cons = self.mmio_queue().acquire_consumer();
+            if self.mmio_cons == self.mmio_prod {
+                break;
+            }
+            wait.check(self, DeviceError::MmioStalled)?;
+            std::hint::spin_loop();
+        }
+        // Notifications cross an emulated interconnect in this long.
+        let settle = std::time::Duration::from_nanos(2 * self.info.interconnect_latency_ns);
+        let start = std::time::Instant::now();
+        loop {
+            let n = self.poll()?;
+            if n == 0 && start.elapsed() >= settle {
+                return Ok(());
+            }
+        }
     }
 
     /// Allocates an RX pipe; `fallback` makes it receive traffic that no

@@ -210,7 +210,9 @@ impl Device {
         // The device sends nothing after its answer: `check_alive` reads
         // the connection without waiting, to see whether it was closed.
         sock.set_nonblocking(true)?;
-        Self::from_info(info, opts, Keepalive::Socket(sock))
+        let mut d = Self::from_info(info, opts, Keepalive::Socket(sock))?;
+        d.devdir = Some(devdir);
+        Ok(d)
     }
 
     /// Attaches to a device running in this process, whose pipes are
@@ -278,6 +280,8 @@ impl Device {
             tx_inflight: 0,
             tx_credits: credits,
             tx_records: vec![TxRecord::None; entries as usize].into_boxed_slice(),
+            sends_done: 0,
+            devdir: None,
             tx_unflushed: false,
             pipes: Vec::with_capacity(pipes),
             tx_pipes: Vec::with_capacity(opts.tx_pipes as usize),

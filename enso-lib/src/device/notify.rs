@@ -57,6 +57,10 @@ impl Device {
                 self.stats.bogus_notifications += 1;
                 continue;
             };
+            if p.free {
+                // Written before the NIC took the pipe's disabling.
+                continue;
+            }
             // The NIC only ever moves a pipe's tail forwards, into the room
             // software has freed. A tail behind the current one would hand
             // out again bytes software has already taken or given back

@@ -12,7 +12,7 @@ impl Device {
         if p.dev != self.uid {
             return None;
         }
-        self.pipes.get_mut(p.idx as usize)
+        self.pipes.get_mut(p.idx as usize).filter(|p| !p.free)
     }
 
     /// Received bytes not yet handed out, without consuming them.
@@ -26,8 +26,51 @@ impl Device {
         self.take(pipe.into(), true)
     }
 
+    /// As [`Device::recv`], bounded: the batch holds at most `max_pkts`
+    /// whole frames in at most `max_bytes` bytes of the pipe (marker flits
+    /// and padding to 64 B included: [`RxBatch::len`]). Frames past either
+    /// bound stay for the next receive; a first frame larger than
+    /// `max_bytes` gives an empty batch. [`RxBatch::frames`] says where each
+    /// frame is. On a stream pipe only `max_bytes` applies. Bytes that are
+    /// not frames are handed out when first (within `max_bytes`), so the
+    /// batch's iterators report them.
+    ///
+    /// Ensō's `RecvPkts(max)` / `Recv(buf, max)`, DPDK's burst size.
+    pub fn recv_max(
+        &mut self,
+        pipe: impl Into<RxPipe>,
+        max_bytes: usize,
+        max_pkts: usize,
+    ) -> Result<RxBatch<'_>, RecvError> {
+        let pipe = pipe.into();
+        if self.pipe_id(pipe).is_none() {
+            return Err(RecvError::ForeignPipe);
+        }
+        let idx = pipe.idx as usize;
+        if self.pipes[idx].tail == self.pipes[idx].consumed {
+            self.poll()?;
+        }
+        let p = &mut self.pipes[idx];
+        let (mask, unit) = (p.mask, p.unit());
+        let avail = (p.tail.wrapping_sub(p.consumed) & mask) as usize * unit;
+        let start = p.consumed as usize * unit;
+        // SAFETY: as in `take`: `start, avail < pipe size`, inside the doubly mapped pipe,
+        // between software's head and the notified tail (which the NIC does not write), and
+        // handed out only while `self` is mutably borrowed.
+        let all = unsafe { std::slice::from_raw_parts_mut(p.map.as_ptr().add(start), avail) };
+        let len = if p.shift == 0 {
+            avail.min(max_bytes)
+        } else {
+            crate::batch::frames_within(all, max_bytes, max_pkts)
+        };
+        p.consumed = (p.consumed + (len / unit) as u32) & mask;
+        Ok(RxBatch {
+            data: &mut all[..len],
+        })
+    }
+
     pub(super) fn take(&mut self, pipe: RxPipe, consume: bool) -> Result<RxBatch<'_>, RecvError> {
-        if pipe.dev != self.uid || pipe.idx as usize >= self.pipes.len() {
+        if self.pipe_id(pipe).is_none() {
             return Err(RecvError::ForeignPipe);
         }
         let idx = pipe.idx as usize;

@@ -82,6 +82,7 @@ impl Device {
                 TxRecord::None => {}
                 TxRecord::Config => send = false,
                 TxRecord::RxTx { pipe, flits } => {
+                    self.sends_done += 1;
                     let p = &mut self.pipes[pipe as usize];
                     p.freed = (p.freed + flits) & p.mask;
                     if !p.dirty {
@@ -89,7 +90,10 @@ impl Device {
                         self.dirty.push(pipe);
                     }
                 }
-                TxRecord::Tx { pipe, bytes } => self.tx_pipes[pipe as usize].done += bytes as u64,
+                TxRecord::Tx { pipe, bytes } => {
+                    self.sends_done += 1;
+                    self.tx_pipes[pipe as usize].done += bytes as u64;
+                }
             }
             self.tx_done = (slot + 1) & self.ring_mask;
             self.tx_inflight -= 1;
