@@ -2,7 +2,9 @@
 //! for instruction counts under valgrind:
 //!
 //! `valgrind --tool=callgrind target/release/examples/kv_stepped enso 1 20000`
-//! (interface, requests per frame, request frames).
+//! (interface, requests per frame, request frames, keys). Request frames
+//! include the preload (one SET of every key); to count the steady state,
+//! take the difference of two runs that differ only in frames.
 
 use enso::{Device, DeviceOptions};
 use enso_apps::kv::{KvServer, ServerConfig, WorkloadConfig};
@@ -11,7 +13,7 @@ use enso_apps::nic::{AppDriver, EnsoReplyDriver, PacketizedReplyDriver};
 use nic_emu::{DeviceConfig, Engine, WireConfig};
 
 fn main() {
-    const USAGE: &str = "usage: kv_stepped [enso|packetized] [REQUESTS_PER_FRAME 1..=32] [FRAMES >= 1] (default: enso 1 20000)";
+    const USAGE: &str = "usage: kv_stepped [enso|packetized] [REQUESTS_PER_FRAME 1..=32] [FRAMES >= 1] [KEYS >= 1] (default: enso 1 20000 65536)";
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
@@ -21,7 +23,7 @@ fn main() {
         eprintln!("kv_stepped: {what}; {USAGE}");
         std::process::exit(2)
     };
-    if args.len() > 3 {
+    if args.len() > 4 {
         bad("too many arguments");
     }
     let iface = args.first().cloned().unwrap_or_else(|| "enso".into());
@@ -37,6 +39,11 @@ fn main() {
         None => 20_000,
         Some(Ok(n)) if n >= 1 => n,
         Some(_) => bad(&format!("bad frame count '{}'", args[2])),
+    };
+    let keys: u64 = match args.get(3).map(|s| s.parse()) {
+        None => 1 << 16,
+        Some(Ok(n)) if n >= 1 => n,
+        Some(_) => bad(&format!("bad key count '{}'", args[3])),
     };
     let mut cfg = DeviceConfig::new(
         format!("kv-stepped-{}", std::process::id()),
@@ -61,7 +68,7 @@ fn main() {
         1,
         KvLoadConfig {
             workload: WorkloadConfig {
-                keys: 1 << 16,
+                keys,
                 batch,
                 ..Default::default()
             },
