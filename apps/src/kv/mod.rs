@@ -152,12 +152,26 @@ pub struct ServerStats {
     pub deletes: u64,
     /// DELETEs that found their key.
     pub delete_hits: u64,
-    /// Requests answered with an error status (not Success or NotFound).
+    /// Requests answered with an error status (not Success or NotFound):
+    /// the sum of the `error_*` counters.
     pub errors: u64,
+    /// Requests answered [`Status::BadOp`].
+    pub error_bad_op: u64,
+    /// Requests answered [`Status::Malformed`].
+    pub error_malformed: u64,
+    /// Requests answered [`Status::WrongPartition`].
+    pub error_wrong_partition: u64,
+    /// Requests answered [`Status::TooLarge`].
+    pub error_too_large: u64,
+    /// Requests answered [`Status::NoRoom`].
+    pub error_no_room: u64,
     /// Messages after a framing error, never answered.
     pub unframed_messages: u64,
-    /// Frames dropped: not IPv4/UDP.
+    /// Frames dropped: not IPv4/UDP (fragments aside).
     pub drop_not_udp: u64,
+    /// Frames dropped: IPv4 fragments (a client's datagram larger than the
+    /// path's MTU arrives as several; the server does not reassemble).
+    pub drop_fragment: u64,
     /// Frames dropped: bad batch header.
     pub drop_bad_batch: u64,
     /// Frames dropped: response batches.
@@ -172,6 +186,7 @@ impl ServerStats {
     /// All dropped frames.
     pub fn drops(&self) -> u64 {
         self.drop_not_udp
+            + self.drop_fragment
             + self.drop_bad_batch
             + self.drop_not_requests
             + self.drop_nothing_to_answer
@@ -180,6 +195,7 @@ impl ServerStats {
 
     fn count_drop(&mut self, reason: DropReason) {
         let c = match reason {
+            DropReason::NotUdp(ParseError::Fragment) => &mut self.drop_fragment,
             DropReason::NotUdp(_) => &mut self.drop_not_udp,
             DropReason::BadBatch(_) => &mut self.drop_bad_batch,
             DropReason::NotRequests => &mut self.drop_not_requests,
@@ -389,9 +405,16 @@ fn answer(
     // and is reserved while values are added, so this cannot fail.
     debug_assert!(pushed.is_ok());
     stats.requests += 1;
-    if !matches!(status, Status::Success | Status::NotFound) {
-        stats.errors += 1;
-    }
+    let by_cause = match status {
+        Status::Success | Status::NotFound => return,
+        Status::BadOp => &mut stats.error_bad_op,
+        Status::Malformed => &mut stats.error_malformed,
+        Status::WrongPartition => &mut stats.error_wrong_partition,
+        Status::TooLarge => &mut stats.error_too_large,
+        Status::NoRoom => &mut stats.error_no_room,
+    };
+    *by_cause += 1;
+    stats.errors += 1;
 }
 
 #[cfg(test)]

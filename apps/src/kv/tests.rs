@@ -178,7 +178,19 @@ fn per_message_errors_are_answered() {
     // An item larger than the 1024-byte log.
     let r = exchange(&mut s, &request_frame(&[set(&mine, &big_value, 9)])).unwrap();
     assert_eq!(r[0].1, Status::TooLarge);
-    assert_eq!(s.stats().errors, 7);
+    let st = s.stats();
+    assert_eq!(st.errors, 7);
+    // By cause.
+    assert_eq!(
+        (
+            st.error_bad_op,
+            st.error_malformed,
+            st.error_wrong_partition,
+            st.error_too_large,
+            st.error_no_room
+        ),
+        (1, 4, 1, 1, 0)
+    );
 }
 
 #[test]
