@@ -192,8 +192,13 @@ int enso_rx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
 int enso_rxtx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
 /* A TX pipe of tx_pipe_size bytes. Returns the pipe handle. */
 int enso_tx_pipe_alloc(enso_device_t *dev);
-/* Steers traffic matching `rule` to an RX or RX/TX pipe. */
+/* Steers traffic matching `rule` to an RX or RX/TX pipe. Returns the NIC's
+ * answer: 0, or ENSO_ERR_QUOTA (this application already holds 2048
+ * rules), ENSO_ERR_TABLE_FULL, ENSO_ERR_NOT_OWNER (another application's
+ * flow); a refused bind leaves nothing behind. */
 int enso_bind(enso_device_t *dev, int pipe, const enso_flow_rule_t *rule);
+/* Removes a rule of this application's: 0, ENSO_ERR_NOT_BOUND or
+ * ENSO_ERR_NOT_OWNER. */
 int enso_unbind(enso_device_t *dev, int pipe, const enso_flow_rule_t *rule);
 /* Fallback pipes of `pipe`'s port chosen by round robin (rr != 0) or by
  * flow hash (rr == 0, the default); the policy is the port's. */
@@ -252,13 +257,15 @@ int enso_tx_in_flight(enso_device_t *dev);
  * 64), or ENSO_ERR_MALFORMED (nothing written). */
 int enso_write_frame(uint8_t *out, size_t out_len, const uint8_t *frame, size_t frame_len);
 
-/* ---- Per-port settings ---- */
+/* ---- Per-port settings ----
+ * Each application's own: they apply to the frames this application sends
+ * on the port and to the frames the port writes into this application's
+ * pipes, never to another application's, and end when it detaches. */
 
 /* Timestamping: offset 0..60 stamps sent frames with their send time and
  * received ones with the round-trip time (ns, 32 bits) at that byte;
  * a negative offset turns it off. */
 int enso_set_timestamping(enso_device_t *dev, uint32_t port, int offset);
-/* Bursts of `num` flits every `den` cycles of 200 MHz; 0/0 removes it. */
 /* As enso_set_timestamping(), in format ENSO_TS_ENSO (the real NIC's:
  * big-endian 5 ns cycles, as Ensō's get_pkt_rtt reads) or ENSO_TS_NATIVE
  * (little-endian nanoseconds). */
@@ -266,6 +273,8 @@ int enso_set_timestamping_as(enso_device_t *dev, uint32_t port, int offset, int 
 /* The round-trip time (ns) a port wrote into a received frame at `offset`
  * in `format`, into *rtt_ns; ENSO_ERR_INVALID if the frame is too short. */
 int enso_rtt_ns(const uint8_t *frame, size_t len, size_t offset, int format, uint64_t *rtt_ns);
+/* What this application sends on the port: bursts of `num` flits every
+ * `den` cycles of 200 MHz; 0/0 removes the limit. */
 int enso_set_rate_limit(enso_device_t *dev, uint32_t port, uint32_t num, uint32_t den);
 
 /* More of the device. */

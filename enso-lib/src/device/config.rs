@@ -66,11 +66,14 @@ impl Device {
         self.config_on(id, args, 0)
     }
 
-    /// Timestamping on `port`: with `Some(offset)`, frames sent on the port
-    /// carry their 32-bit send time (ns, CLOCK_MONOTONIC, little-endian) at
-    /// byte `offset` (0..=60), and frames received on it carry the
+    /// Timestamping on `port`: with `Some(offset)`, frames this
+    /// application sends on the port carry their 32-bit send time (ns,
+    /// CLOCK_MONOTONIC, little-endian) at byte `offset` (0..=60), and
+    /// frames the port writes into its pipes and queues carry the
     /// round-trip time (ns, little-endian) there instead. `None` turns it
-    /// off. [`Device::set_timestamping_as`] chooses the real NIC's format.
+    /// off. The setting is this application's alone (another's frames on
+    /// the same port are never stamped) and ends when it detaches.
+    /// [`Device::set_timestamping_as`] chooses the real NIC's format.
     pub fn set_timestamping(&mut self, port: u32, offset: Option<u8>) -> Result<(), ConfigError> {
         self.set_timestamping_as(port, offset, TsFormat::Native)
     }
@@ -100,7 +103,9 @@ impl Device {
         Ok(())
     }
 
-    /// Rate limit of what is sent on `port`: bursts of `num` flits every
+    /// Rate limit of what this application sends on `port` (another's
+    /// sends are not held back; it ends when this one detaches): bursts of
+    /// `num` flits every
     /// `den` cycles of the NIC's 200 MHz clock (the real NIC's limiter; 64 B
     /// line rate at 100 Gb/s is 744/1000). `None` removes the limit.
     pub fn set_rate_limit(
@@ -116,14 +121,20 @@ impl Device {
         Ok(())
     }
 
-    /// Steers traffic matching `rule` to `pipe`.
+    /// Steers traffic matching `rule` to `pipe`. Returns the NIC's answer:
+    /// [`ConfigError::QuotaReached`] once this application holds
+    /// [`MAX_FLOW_RULES`], [`ConfigError::TableFull`] when the flow's
+    /// window of the NIC's table is full, [`ConfigError::NotOwner`] when
+    /// another application holds the flow; a refused bind leaves nothing.
     pub fn bind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
         let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
         self.config(config::FLOW_BIND, rule_args(&rule, id))?;
         Ok(())
     }
 
-    /// Removes a binding made with [`Device::bind`].
+    /// Removes a binding made with [`Device::bind`]:
+    /// [`ConfigError::NotBound`] if there is none,
+    /// [`ConfigError::NotOwner`] if another application holds it.
     pub fn unbind(&mut self, pipe: impl Into<RxPipe>, rule: FlowRule) -> Result<(), ConfigError> {
         let id = self.pipe_id(pipe.into()).ok_or(ConfigError::ForeignPipe)?;
         self.config(config::FLOW_UNBIND, rule_args(&rule, id))?;
