@@ -358,7 +358,10 @@ impl Session {
         let port = self.port;
         self.tx_dev
             .set_rate_limit(port, plan.limit.map(|l| (l.num, l.den)))?;
+        // Timestamping is each attachment's own: the sending one stamps,
+        // the receiving one turns the stamps into round trips.
         self.tx_dev.set_timestamping(port, plan.timestamp_offset)?;
+        self.rx_dev.set_timestamping(port, plan.timestamp_offset)?;
         settle(&mut self.tx_dev)?;
         flush_rx(&mut self.rx_dev)?;
 
@@ -375,6 +378,7 @@ impl Session {
             }
             if plan.timestamp_offset.is_some() {
                 self.tx_dev.set_timestamping(port, None)?;
+                self.rx_dev.set_timestamping(port, None)?;
             }
             settle(&mut self.tx_dev)?;
             Ok(())
