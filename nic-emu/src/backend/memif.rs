@@ -348,6 +348,20 @@ impl Backend for MemifPort {
 mod tests {
     use super::*;
 
+    /// Runs both sides' control until our port and `peer` are connected
+    /// (10 s at most); returns the port's clock then.
+    fn connect(port: &mut MemifPort, peer: &mut memif::Memif) -> u64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut now = 0;
+        while !(peer.is_connected() && port.m.is_connected()) {
+            assert!(std::time::Instant::now() < deadline, "no connection");
+            now += MAINTAIN_EVERY_NS;
+            port.maintain(now);
+            peer.poll_control().unwrap();
+        }
+        now
+    }
+
     #[test]
     fn secret_and_uids_are_parsed() {
         let w = MemifWire::parse("socket=@m,secret=s3cret,uid=1000/1001").unwrap();
@@ -402,14 +416,7 @@ mod tests {
         let mut cfg = memif::Config::new(memif::SocketName::Path(sock), memif::Role::Client);
         cfg.log2_ring_size = 4;
         let mut peer = memif::Memif::new(cfg).unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut now = 0;
-        while !(peer.is_connected() && port.m.is_connected()) {
-            assert!(std::time::Instant::now() < deadline, "no connection");
-            now += MAINTAIN_EVERY_NS;
-            port.maintain(now);
-            peer.poll_control().unwrap();
-        }
+        let now = connect(&mut port, &mut peer);
         let ring_full =
             |p: &MemifPort| p.drops().iter().find(|(k, _)| *k == "ring_full").unwrap().1;
         let frames: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 60]).collect();
@@ -459,14 +466,7 @@ mod tests {
             memif::Role::Client,
         ))
         .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut now = 0;
-        while !(peer.is_connected() && port.m.is_connected()) {
-            assert!(std::time::Instant::now() < deadline, "no connection");
-            now += MAINTAIN_EVERY_NS;
-            port.maintain(now);
-            peer.poll_control().unwrap();
-        }
+        let now = connect(&mut port, &mut peer);
         let frames: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60 + usize::from(i)]).collect();
         assert_eq!(peer.tx_burst(0, frames.iter().map(Vec::as_slice)), 4);
         let own = port.rx_copy.as_ptr_range();
