@@ -220,7 +220,8 @@ pub struct DeviceStats {
     pub prefetches: u64,
     /// TX notifications sent (data and configuration).
     pub tx_notifications: u64,
-    /// TX notifications the NIC completed.
+    /// Sends (TX notifications of data, not configuration) the NIC
+    /// completed.
     pub completions: u64,
     /// Register writes posted.
     pub mmio_writes: u64,
@@ -250,8 +251,6 @@ pub struct Device {
     tx_inflight: u32,
     tx_credits: u32,
     tx_records: Box<[TxRecord]>,
-    /// Sends (TX notifications of data, not configuration) completed.
-    sends_done: u64,
     /// A standalone device's directory (where it writes its counters).
     devdir: Option<std::path::PathBuf>,
     tx_unflushed: bool,
@@ -303,7 +302,7 @@ impl Device {
     /// notifications of data ([`Device::send`], [`Device::send_and_free`],
     /// [`Device::discard`]), not of configuration. A running total.
     pub fn sends_completed(&self) -> u64 {
-        self.sends_done
+        self.stats.completions
     }
 
     /// Whether automatic notification prefetching is on.

@@ -280,7 +280,6 @@ impl Device {
             tx_inflight: 0,
             tx_credits: credits,
             tx_records: vec![TxRecord::None; entries as usize].into_boxed_slice(),
-            sends_done: 0,
             devdir: None,
             tx_unflushed: false,
             pipes: Vec::with_capacity(pipes),

@@ -82,7 +82,6 @@ impl Device {
                 TxRecord::None => {}
                 TxRecord::Config => send = false,
                 TxRecord::RxTx { pipe, flits } => {
-                    self.sends_done += 1;
                     let p = &mut self.pipes[pipe as usize];
                     p.freed = (p.freed + flits) & p.mask;
                     if !p.dirty {
@@ -91,7 +90,6 @@ impl Device {
                     }
                 }
                 TxRecord::Tx { pipe, bytes } => {
-                    self.sends_done += 1;
                     self.tx_pipes[pipe as usize].done += bytes as u64;
                 }
             }
