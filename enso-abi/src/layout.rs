@@ -206,6 +206,14 @@ impl<const N: usize> MmioQueue<N> {
         self.consumer.0.load(Ordering::Acquire)
     }
 
+    /// Whether posted writes wait for the NIC (the producer is not where
+    /// the NIC's consumer is): what the engine checks before it parks.
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.producer.0.load(Ordering::Acquire) != self.consumer.0.load(Ordering::Relaxed)
+    }
+
+
     /// Software: posts the write of `value` to register `addr` as entry
     /// `producer` (which [`MmioQueue::has_room`] allowed), issued at
     /// `issued_ns` (0 without an emulated interconnect). The caller then
@@ -277,8 +285,18 @@ impl<const N: usize> MmioQueue<N> {
     }
 }
 
-/// Bytes of an application's register file (its posted-write queue).
-pub const MMIO_FILE_LEN: usize = size_of::<MmioQueue>().next_multiple_of(PAGE);
+/// Where in an application's register file its wake block lies (a
+/// [`crate::wake::Sleeper`]: the application waits on it for its pipes,
+/// the NIC wakes it), in a page of its own after the posted-write queue.
+pub const APP_WAKE_OFFSET: usize = size_of::<MmioQueue>().next_multiple_of(PAGE);
+
+/// Bytes of an application's register file: its posted-write queue, then
+/// its wake block ([`APP_WAKE_OFFSET`]).
+pub const MMIO_FILE_LEN: usize = APP_WAKE_OFFSET + PAGE;
+
+/// Bytes of a device's wake file: the engine's [`crate::wake::Sleeper`] at
+/// its start, which every application maps to wake a parked engine.
+pub const WAKE_FILE_LEN: usize = PAGE;
 
 /// `signal` values of notifications.
 pub mod signal {

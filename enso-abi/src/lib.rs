@@ -13,6 +13,8 @@
 //! * [`control`]: the attach protocol over the device's control socket,
 //!   and the traits through which a device in the same process is attached.
 //! * [`devname`]: device names and where a device's directory is.
+//! * [`wake`]: parking without losing a wake-up (the engine's, an
+//!   application's).
 //!
 //! # Models of the protocol
 //!
@@ -34,6 +36,7 @@ pub mod layout;
 pub mod shm;
 pub mod sync;
 pub mod timestamp;
+pub mod wake;
 pub mod wire;
 
 /// Resolution of CLOCK_MONOTONIC in nanoseconds (what timestamps and

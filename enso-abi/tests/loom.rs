@@ -690,3 +690,64 @@ fn a_relaxed_completion_is_caught() {
 fn a_relaxed_dd_write_back_is_caught() {
     check_fails(3, || desc_rx_model(hand_back_relaxed));
 }
+
+/// Parking (`enso_abi::wake`): two wakers (two applications' doorbells)
+/// each publish work (here a flag) and then ask whether the sleeper
+/// sleeps; the sleeper announces its sleep, looks for work once more, and
+/// would then wait on the sequence value it read. In every execution, for
+/// each waker, either the sleeper sees its work, or that waker sees the
+/// sleeper and moves the sequence on (so the sleeper's futex wait on the
+/// old value returns at once): no wake-up is lost.
+fn wake_model() {
+    let s = Arc::new(enso_abi::wake::Sleeper::default());
+    let work = Arc::new([
+        enso_abi::sync::AtomicU32::new(0),
+        enso_abi::sync::AtomicU32::new(0),
+    ]);
+    let wakers: Vec<_> = (0..2)
+        .map(|i| {
+            let (s2, w2) = (s.clone(), work.clone());
+            thread::spawn(move || {
+                w2[i].store(1, Ordering::Release);
+                s2.should_wake()
+            })
+        })
+        .collect();
+    let seq = s.prepare();
+    let saw = [0, 1].map(|i| work[i].load(Ordering::Acquire) == 1);
+    let woke: Vec<bool> = wakers.into_iter().map(|w| w.join().unwrap()).collect();
+    for i in 0..2 {
+        if !saw[i] {
+            assert!(woke[i], "the sleeper missed waker {i}'s work and it did not wake it");
+            assert_ne!(s.word().load(Ordering::Relaxed), seq, "its wait would block");
+        }
+    }
+    s.done();
+}
+
+#[test]
+fn a_sleeper_either_sees_the_work_or_is_woken() {
+    check(3, wake_model);
+}
+
+/// `wake_model`'s protocol without its two SeqCst fences (each side's
+/// store then its load of the other's, the store-buffering pattern): loom
+/// finds the execution where both loads miss and the wake-up is lost.
+fn wake_model_unfenced() {
+    let parked = Arc::new(enso_abi::sync::AtomicU32::new(0));
+    let work = Arc::new(enso_abi::sync::AtomicU32::new(0));
+    let (p2, w2) = (parked.clone(), work.clone());
+    let waker = thread::spawn(move || {
+        w2.store(1, Ordering::Release);
+        p2.load(Ordering::Acquire) == 1
+    });
+    parked.store(1, Ordering::Release);
+    let saw_work = work.load(Ordering::Acquire) == 1;
+    let woke = waker.join().unwrap();
+    assert!(saw_work || woke);
+}
+
+#[test]
+fn parking_without_its_fences_is_caught() {
+    check_fails(3, wake_model_unfenced);
+}
