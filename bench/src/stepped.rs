@@ -194,9 +194,11 @@ impl Stepped {
             nic: EngineLoop::detached(
                 engine,
                 RunOptions {
-                    // Spin when idle, as the experiments' engines do, and
-                    // never look at the clock for the counters file.
+                    // Spin when idle and never park (a count must not depend
+                    // on the clock), and never look at the clock for the
+                    // counters file.
                     idle_sleep_after: None,
+                    park_after: None,
                     stats_interval: std::time::Duration::MAX,
                     ..Default::default()
                 },

@@ -91,6 +91,11 @@ pub struct AttachInfo {
     /// Its descriptor queues are `desc_queue_base .. + desc_queue_count`.
     pub desc_queue_base: u32,
     pub desc_queue_count: u32,
+    /// The device's wake file ([`crate::layout::WAKE_FILE_LEN`] bytes):
+    /// the engine's wake block, which the application's register writes
+    /// wake when the engine is parked. `None`: an engine that never parks.
+    #[serde(default)]
+    pub wake_path: Option<PathBuf>,
 }
 
 /// A request on the control socket (one JSON line).

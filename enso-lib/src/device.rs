@@ -225,6 +225,11 @@ pub struct DeviceStats {
     pub completions: u64,
     /// Register writes posted.
     pub mmio_writes: u64,
+    /// Register writes after which the engine was parked and had to be
+    /// woken (a system call each).
+    pub engine_wakeups: u64,
+    /// Calls of [`Device::wait`] that slept.
+    pub waits: u64,
     /// Notifications naming a pipe this handle does not own, or moving a
     /// pipe's tail backwards (ignored).
     pub bogus_notifications: u64,
@@ -239,6 +244,8 @@ pub struct Device {
     file: File,
     region: MmapRaw,
     mmio: MmapRaw,
+    /// The device's wake file (the engine's wake block), if it has one.
+    engine_wake: Option<MmapRaw>,
     mmio_prod: u32,
     mmio_cons: u32,
     stamp: bool,

@@ -191,6 +191,23 @@ impl Device {
         Ok(())
     }
 
+    /// Whether one of this handle's descriptor queues has a received
+    /// frame (or a refused one) at its next slot: only loads.
+    pub(crate) fn pkt_rx_ready(&self) -> bool {
+        let base = self.region_ptr();
+        self.pkt.queues.iter().any(|qs| {
+            qs.rx_next != qs.rx_tail && {
+                // SAFETY: as `desc_at`: slot `rx_next` of this queue's RX ring,
+                // inside the mapped region.
+                let d = unsafe {
+                    &*(base.add(qs.rx_ring + qs.rx_next as usize * DESC_SLOT) as *const Descriptor)
+                };
+                // SYNC POINT E (Acquire, in `rx_done`).
+                d.rx_done().is_some()
+            }
+        })
+    }
+
     /// Receives up to `max` frames of queue `q` into `out` (appended), then
     /// refills RX descriptors once `rx_free_thresh` are consumed. Returns
     /// the number received.

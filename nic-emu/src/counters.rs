@@ -222,6 +222,16 @@ pub struct EngineCounters {
     /// not of the NIC's.
     #[serde(default)]
     pub run_frames: u64,
+    /// Times the engine thread slept for want of work (parked), and of
+    /// those, the sleeps a wake-up ended (an application's register
+    /// write, a command) rather than their time limit.
+    #[serde(default)]
+    pub parks: u64,
+    #[serde(default)]
+    pub park_wakeups: u64,
+    /// Wake-ups the engine sent to applications waiting for their pipes.
+    #[serde(default)]
+    pub app_wakeups: u64,
 }
 
 impl EngineCounters {

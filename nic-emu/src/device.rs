@@ -34,6 +34,33 @@ enum Cmd {
     With(Box<dyn FnOnce(&mut Engine) + Send>),
 }
 
+/// The sending end of the engine's command channel: every command also
+/// wakes the engine if it is parked.
+#[derive(Clone)]
+struct CmdSender {
+    tx: Sender<Cmd>,
+    wake: Arc<crate::engine::WakeFile>,
+}
+
+impl CmdSender {
+    fn send(&self, cmd: Cmd) -> Result<(), crossbeam_channel::SendError<Cmd>> {
+        let r = self.tx.send(cmd);
+        self.wake.kick();
+        r
+    }
+
+    fn send_timeout(
+        &self,
+        cmd: Cmd,
+        wait: Duration,
+    ) -> Result<(), crossbeam_channel::SendTimeoutError<Cmd>> {
+        self.wake.kick();
+        let r = self.tx.send_timeout(cmd, wait);
+        self.wake.kick();
+        r
+    }
+}
+
 /// How the engine thread runs.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -43,6 +70,10 @@ pub struct RunOptions {
     pub listen: bool,
     /// When idle, sleep after this many empty steps (None: spin, yielding).
     pub idle_sleep_after: Option<u64>,
+    /// Park (sleep until an application's register write, a command or
+    /// the next timed event wakes the engine) after this long without
+    /// work; `None`: never park.
+    pub park_after: Option<Duration>,
     /// How often to write `stats.json`.
     pub stats_interval: Duration,
     /// What the control socket lets its clients hold.
@@ -129,12 +160,18 @@ impl ControlCells {
     }
 }
 
+/// How long an engine spins without work before it parks, by default:
+/// long against the gaps between batches at any load that keeps it busy,
+/// short against a person's idea of idle.
+pub const DEFAULT_PARK_AFTER: Duration = Duration::from_micros(500);
+
 impl Default for RunOptions {
     fn default() -> Self {
         Self {
             core: None,
             listen: false,
             idle_sleep_after: Some(20_000),
+            park_after: Some(DEFAULT_PARK_AFTER),
             stats_interval: Duration::from_millis(200),
             control: ControlLimits::default(),
         }
@@ -143,7 +180,7 @@ impl Default for RunOptions {
 
 /// A running device.
 pub struct Nic {
-    tx: Sender<Cmd>,
+    tx: CmdSender,
     stop: Arc<AtomicBool>,
     engine: Option<JoinHandle<Engine>>,
     listener: Option<JoinHandle<()>>,
@@ -164,7 +201,7 @@ impl std::fmt::Debug for Nic {
 /// A handle through which attach requests reach a running device.
 #[derive(Clone)]
 pub struct NicControl {
-    tx: Sender<Cmd>,
+    tx: CmdSender,
     /// The device's stop flag (set once, when it is stopped or dropped).
     stop: Arc<AtomicBool>,
     /// The control socket's counters.
@@ -271,6 +308,10 @@ impl Nic {
         let name = cfg.name.clone();
         let engine = Engine::new(cfg)?;
         let (tx, rx) = bounded::<Cmd>(64);
+        let tx = CmdSender {
+            tx,
+            wake: engine.wake_file().clone(),
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let cells = Arc::new(ControlCells::default());
         // A device that does not start leaves no directory behind.
@@ -401,6 +442,7 @@ impl Nic {
 
     fn shutdown(&mut self) -> Option<Stats> {
         self.stop.store(true, Ordering::Relaxed);
+        self.tx.wake.kick();
         let stats = self.engine.take().and_then(|h| h.join().ok()).map(|mut e| {
             // The final counters include what the backends' I/O threads
             // still had queued (a pcap port's writer, a TAP device).
@@ -456,6 +498,10 @@ pub struct EngineLoop {
     stats_path: Option<PathBuf>,
     /// Turns in a row that found no work.
     idle: u64,
+    /// When the current spell without work began (see `park_after`).
+    idle_since: std::time::Instant,
+    /// The last idle turn parked: the next one without work parks at once.
+    rested: bool,
     turns: u64,
     last_stats: std::time::Instant,
 }
@@ -486,6 +532,8 @@ impl EngineLoop {
             opts,
             stats_path,
             idle: 0,
+            idle_since: std::time::Instant::now(),
+            rested: false,
             turns: 0,
             last_stats: std::time::Instant::now(),
         }
@@ -514,6 +562,35 @@ impl EngineLoop {
         self.idle
     }
 
+    /// Sleeps until an application's register write or a command wakes
+    /// the engine, or until the next event it must be awake for
+    /// ([`Engine::park_limit`]). The protocol is `enso_abi::wake`'s: after
+    /// announcing the sleep, one more look for work, commands and the stop
+    /// flag, so that nothing published before the announcement is slept
+    /// through.
+    /// Returns whether it slept (and found no work on the way in).
+    fn park(&mut self) -> bool {
+        let Some(limit) = self.engine.park_limit() else {
+            return false;
+        };
+        let wake = self.engine.wake_file().clone();
+        let s = wake.sleeper();
+        let seq = s.prepare();
+        if !self.rx.is_empty() || self.stop.load(Ordering::Relaxed) || self.engine.step() > 0 {
+            s.done();
+            self.idle = 0;
+            self.engine.wake_waiters();
+            return false;
+        }
+        enso_abi::wake::wait(s.word(), seq, limit);
+        let woken = s.word().load(Ordering::Relaxed) != seq;
+        s.done();
+        self.engine.note_park(woken);
+        // The next turn looks for work; if it finds none, the engine parks
+        // again at once (a sleep that ran out is no reason to spin).
+        true
+    }
+
     /// One turn: one engine step; when it found no work, and every 64th
     /// turn, the control commands, the stop flag and the counters file;
     /// then, after a turn without work, the idle wait. Returns `false`
@@ -526,6 +603,10 @@ impl EngineLoop {
             self.idle += 1;
         } else {
             self.idle = 0;
+            self.rested = false;
+            // Notifications and completions this turn wrote wake the
+            // applications that wait for them.
+            self.engine.wake_waiters();
         }
         if w == 0 || self.turns.is_multiple_of(64) {
             while let Ok(cmd) = self.rx.try_recv() {
@@ -557,6 +638,16 @@ impl EngineLoop {
             }
         }
         if self.idle > 0 {
+            if let Some(after) = self.opts.park_after {
+                if self.idle == 1 && !self.rested {
+                    self.idle_since = std::time::Instant::now();
+                } else if self.rested
+                    || (self.idle.is_multiple_of(64) && self.idle_since.elapsed() >= after)
+                {
+                    self.rested = self.park();
+                    return true;
+                }
+            }
             match self.opts.idle_sleep_after {
                 Some(k) if self.idle > k => std::thread::sleep(Duration::from_micros(50)),
                 _ if self.idle.is_multiple_of(256) => std::thread::yield_now(),
@@ -615,11 +706,29 @@ fn serve(l: UnixListener, ctl: NicControl, stop: Arc<AtomicBool>, limits: Contro
                     ControlCells::bump(&cells.refused_busy);
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_readable(&l, ACCEPT_POLL),
             Err(_) => std::thread::sleep(Duration::from_millis(5)),
         }
+    }
+}
+
+/// How often the control thread looks at the stop flag while no one
+/// connects: the longest a stop waits for it.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
+/// Sleeps until `l` has a connection to accept or `timeout` passes
+/// (an idle device's control thread sleeps instead of polling).
+fn wait_readable(l: &UnixListener, timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd {
+        fd: l.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call; the listener
+    // outlives it. Errors (EINTR) only end the wait early.
+    unsafe {
+        libc::poll(&mut fds, 1, timeout.as_millis() as libc::c_int);
     }
 }
 

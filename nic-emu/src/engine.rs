@@ -40,6 +40,8 @@
 //!   counters; uses the rooms above.
 //! - `attach`: attaching and detaching applications; uses `step`, `state`,
 //!   `shared`, `mmio`, `tx`, `desc`.
+//! - `park`: when the engine may sleep, its wake file, and waking the
+//!   applications that wait; uses `step`, `shared`.
 //!
 //! The exception is one call back up, by design: a frame for a descriptor
 //! queue without a free descriptor applies its owner's posted register
@@ -60,6 +62,7 @@ mod evict;
 mod limiter;
 mod mmio;
 mod notify;
+mod park;
 mod runs;
 mod rx;
 mod shared;
@@ -70,6 +73,7 @@ mod tx;
 pub use crate::clock::Clock;
 pub use attach::AttachError;
 pub use config_notif::MAX_RULES_PER_APP;
+pub use park::{WakeFile, BACKEND_PARK, LIMITER_PARK, MAX_PARK};
 pub use enso_abi::control::{AttachInfo, AttachRequest};
 pub use state::TraceEvent;
 pub use step::Engine;

@@ -21,6 +21,13 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// What the engine does without work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Idle {
+    Spin,
+    Park,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a device until interrupted (or for --duration-s).
@@ -62,6 +69,12 @@ enum Cmd {
         /// Pin the engine thread to this core.
         #[arg(long)]
         core: Option<usize>,
+        /// What the engine does without work: `park` sleeps after 500 us
+        /// until an application's register write, a command or the next
+        /// timed event (a generator's frame, a polled wire) wakes it;
+        /// `spin` keeps polling (a core busy even when idle).
+        #[arg(long, value_enum, default_value_t = Idle::Park)]
+        idle: Idle,
         /// Stop after this many seconds (above 0, at most 1e9; default: run
         /// until SIGINT, SIGTERM or SIGHUP).
         #[arg(long)]
@@ -131,6 +144,7 @@ fn run(cli: Cli) -> Result<(), String> {
             latency_ns,
             tuning,
             core,
+            idle,
             duration_s,
             json,
             progress_s,
@@ -172,6 +186,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 core,
                 listen: true,
                 idle_sleep_after: None,
+                park_after: match idle {
+                    Idle::Park => Some(nic_emu::device::DEFAULT_PARK_AFTER),
+                    Idle::Spin => None,
+                },
                 ..Default::default()
             };
             let nic = Nic::start(cfg, opts)?;

@@ -64,6 +64,10 @@ impl FrameFifo {
         }
         self.front()
     }
+    /// When the oldest frame reaches the far end, if there is one.
+    pub fn front_ready_at(&self) -> Option<u64> {
+        (self.len > 0).then(|| self.ready_at[self.head])
+    }
     /// The oldest frame.
     pub fn front(&self) -> Option<&[u8]> {
         if self.len == 0 {
@@ -284,6 +288,37 @@ impl Generator {
             n = n.min(due.saturating_sub(self.next_seq - self.paced_base));
         }
         n
+    }
+
+    /// When the generator next has a frame to send (ns of the engine's
+    /// clock; `now_ns` or earlier: at once), or `None` while it waits for
+    /// nothing the clock brings (paused, done, or its window full until
+    /// frames come back).
+    pub fn next_due_ns(&self, now_ns: u64) -> Option<u64> {
+        if self.paused {
+            return None;
+        }
+        if self.cfg.count.is_some_and(|c| self.next_seq >= c) {
+            return None;
+        }
+        if self
+            .cfg
+            .max_in_flight
+            .is_some_and(|w| self.counters.in_flight() >= w)
+        {
+            return None;
+        }
+        let Some(rate) = self.cfg.rate_pps else {
+            return Some(now_ns);
+        };
+        let Some(start) = self.start_ns else {
+            return Some(now_ns);
+        };
+        // `allowance` lets frame `sent` (counted from the pacing's start)
+        // go once `(t - start) * rate / 1e9 >= sent`. The cast saturates.
+        let sent = (self.next_seq - self.paced_base) as f64;
+        let due = start as f64 + (sent * 1e9 / rate).ceil();
+        Some(due as u64)
     }
 
     /// Sends up to one burst: calls `deliver` with each frame (and its

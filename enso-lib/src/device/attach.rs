@@ -260,6 +260,13 @@ impl Device {
         let region = shm::map(&file, info.dma_len)?;
         let mmio_file = open_shared(&info.mmio_path, layout::MMIO_FILE_LEN)?;
         let mmio = shm::map(&mmio_file, layout::MMIO_FILE_LEN)?;
+        let engine_wake = match &info.wake_path {
+            Some(p) => {
+                let f = open_shared(p, layout::WAKE_FILE_LEN)?;
+                Some(shm::map(&f, layout::WAKE_FILE_LEN)?)
+            }
+            None => None,
+        };
         let entries = info.notif_ring_entries;
         let ring_bytes = layout::notif_ring_bytes(entries);
         let (rx_ring, tx_ring) = layout::notif_rings(entries);
@@ -296,6 +303,7 @@ impl Device {
             file,
             region,
             mmio,
+            engine_wake,
             info,
             opts,
             stats: DeviceStats::default(),

@@ -187,3 +187,58 @@ impl Device {
         Ok(())
     }
 }
+
+impl Device {
+    /// Blocks until one of this handle's pipes or descriptor queues has
+    /// data, or a send this handle posted completes, or `timeout` passes;
+    /// returns whether there is something to take (then call
+    /// [`Device::poll`], [`Device::recv`] or `rx_burst`, which never
+    /// block). A loop that would otherwise spin on an idle NIC calls it
+    /// between empty polls (C: `enso_wait`).
+    ///
+    /// The NIC wakes the handle after any step that did work while the
+    /// handle sleeps (the protocol of `enso_abi::wake`), so a wait ends at
+    /// most one engine step after the data is there; the wake-up may also
+    /// come for another handle's data, when this returns `false` early. A
+    /// NIC driven by hand (`Device::attach_engine`) wakes nobody: the wait
+    /// then lasts `timeout`, or ends at once when data is already there.
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DeviceError> {
+        // Completions already there are taken now, so that they do not
+        // count as something to wake for.
+        self.reap_completions()?;
+        if self.has_work() {
+            return Ok(true);
+        }
+        let seq = self.app_sleeper().prepare();
+        // After the announcement (fence W1): work the NIC wrote before it
+        // saw the announcement is seen here; work it writes after, it
+        // wakes us for.
+        if self.has_work() {
+            self.app_sleeper().done();
+            return Ok(true);
+        }
+        self.stats.waits += 1;
+        enso_abi::wake::wait(self.app_sleeper().word(), seq, timeout);
+        self.app_sleeper().done();
+        Ok(self.has_work())
+    }
+
+    /// Whether a poll would find something: pipes already known to have
+    /// data, an RX notification, a completed send, or a received frame in
+    /// one of its descriptor queues. Only loads; nothing is consumed.
+    fn has_work(&self) -> bool {
+        if self.ready_len > 0 {
+            return true;
+        }
+        // Acquire as in `take` (SYNC POINT C): whatever it names is visible.
+        if self.rx_notif(self.rx_head).signal.load(std::sync::atomic::Ordering::Acquire)
+            == enso_abi::layout::signal::DATA
+        {
+            return true;
+        }
+        if self.tx_inflight > 0 && self.tx_notif(self.tx_done).completed(None) {
+            return true;
+        }
+        self.pkt_rx_ready()
+    }
+}

@@ -41,6 +41,7 @@ pub(super) fn answer(dir: &Path, tag: &str) -> AttachInfo {
         interconnect_latency_ns: 0,
         desc_queue_base: 0,
         desc_queue_count: 0,
+        wake_path: None,
     }
 }
 

@@ -126,6 +126,7 @@ impl Engine {
             interconnect_latency_ns: self.cfg.interconnect_latency_ns,
             desc_queue_base: desc_base as u32,
             desc_queue_count: nq as u32,
+            wake_path: Some(self.wake.path().to_path_buf()),
         })
     }
 

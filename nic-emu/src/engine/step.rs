@@ -42,7 +42,7 @@ pub struct Engine {
     pub(super) cfg: DeviceConfig,
     pub(super) core: Core,
     pub(super) ports: Vec<Port>,
-    counters: EngineCounters,
+    pub(super) counters: EngineCounters,
     last_step_ns: u64,
     /// Work (frames, register writes) done by the last step; 0: it was idle.
     last_step_work: usize,
@@ -59,6 +59,8 @@ pub struct Engine {
     /// `None` when the engine never evicts ahead (configured so, or the
     /// CPU cannot).
     ahead: Option<Ahead>,
+    /// The device's wake file (see `park`).
+    pub(super) wake: std::sync::Arc<super::park::WakeFile>,
 }
 
 impl Engine {
@@ -137,7 +139,12 @@ impl Engine {
                 }),
         });
         let fixed = cfg.tuning.pipe_writes;
+        let wake = super::park::WakeFile::create(&cfg.name).map_err(|e| {
+            crate::devdir::remove(&cfg.device_dir());
+            format!("cannot make the device's wake file: {e}")
+        })?;
         let mut engine = Self {
+            wake,
             ahead,
             core,
             ports,
