@@ -185,6 +185,8 @@ pub trait AppDriver<H: ?Sized> {
     fn stats(&self) -> &DriverStats;
     /// The device handle.
     fn device(&self) -> &Device;
+    /// The device handle, to wait on ([`Device::wait`]).
+    fn device_mut(&mut self) -> &mut Device;
 }
 
 impl<H: PacketHandler> AppDriver<H> for EnsoDriver {
@@ -198,6 +200,9 @@ impl<H: PacketHandler> AppDriver<H> for EnsoDriver {
     fn device(&self) -> &Device {
         &self.dev
     }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
 }
 
 impl<H: PacketHandler> AppDriver<H> for PacketizedDriver {
@@ -210,6 +215,9 @@ impl<H: PacketHandler> AppDriver<H> for PacketizedDriver {
     }
     fn device(&self) -> &Device {
         &self.dev
+    }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
     }
 }
 
@@ -415,6 +423,9 @@ impl<H: ReplyHandler + ?Sized> AppDriver<H> for EnsoReplyDriver {
     fn device(&self) -> &Device {
         &self.dev
     }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
 }
 
 /// Runs a [`ReplyHandler`] over descriptor queues: `rx_burst`, build each
@@ -520,6 +531,9 @@ impl<H: ReplyHandler + ?Sized> AppDriver<H> for PacketizedReplyDriver {
     }
     fn device(&self) -> &Device {
         &self.dev
+    }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
     }
 }
 

@@ -167,4 +167,7 @@ impl<H: StreamHandler + ?Sized> AppDriver<H> for EnsoStreamDriver {
     fn device(&self) -> &Device {
         &self.dev
     }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
 }
