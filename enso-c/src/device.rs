@@ -1,10 +1,11 @@
 //! Device handles: options, attaching and closing, counters, port MACs,
 //! and the handle table that maps pipe handles to the library's pipes.
 
-use enso::{Device, DeviceOptions, RxPipe, RxTxPipe, TxPipe};
 use std::ffi::{c_char, c_int, CStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use enso::{Device, DeviceOptions, RxPipe, RxTxPipe, TxPipe};
 
 use crate::error::Failure;
 use crate::guard::{flag, guard, put};

@@ -1,13 +1,14 @@
 //! Failures: the library's errors as `ENSO_ERR_*` codes, the calling
 //! thread's last error message, and the names of the codes.
 
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::fmt::Display;
+
 use enso::{
     AllocError, AttachError, ConfigError, DeviceError, FreeError, RecvError, SendError, StatsError,
 };
 use enso_abi::wire::{self};
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
-use std::fmt::Display;
 
 use crate::{
     ENSO_ERR_AGAIN, ENSO_ERR_ATTACH, ENSO_ERR_BAD_HANDLE, ENSO_ERR_GONE, ENSO_ERR_INTERNAL,

@@ -1,8 +1,9 @@
 //! Pipes: allocating RX, RX/TX, TX and stream pipes; binding flow rules
 //! and fallback settings.
 
-use enso::FlowRule;
 use std::ffi::c_int;
+
+use enso::FlowRule;
 
 use crate::device::EnsoDevice;
 use crate::error::Failure;

@@ -1,8 +1,9 @@
 //! Per-port settings: timestamping, RTT from timestamps, and rate
 //! limits.
 
-use enso::TsFormat;
 use std::ffi::c_int;
+
+use enso::TsFormat;
 
 use crate::device::EnsoDevice;
 use crate::error::Failure;

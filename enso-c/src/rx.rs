@@ -1,8 +1,9 @@
 //! Receiving: pipes with data in notification order, received bytes,
 //! freeing them, and iterating over the frames of a batch.
 
-use enso_abi::wire::{self, FLIT};
 use std::ffi::c_int;
+
+use enso_abi::wire::{self, FLIT};
 
 use crate::device::EnsoDevice;
 use crate::error::Failure;

@@ -1,8 +1,9 @@
 //! Ensō's socket calls over one device handle.
 
-use enso::socket::{Socket, SocketError, Sockets};
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use enso::socket::{Socket, SocketError, Sockets};
 
 use crate::device::{enso_device_open, enso_device_options_default, EnsoDevice};
 use crate::error::{panic_text, report, Code, Failure};
