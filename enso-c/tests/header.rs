@@ -1,5 +1,5 @@
 //! `include/enso.h` is written by hand: these tests check that it declares
-//! exactly what `src/lib.rs` defines, with the same C types: every
+//! exactly what the library (`src/`) defines, with the same C types: every
 //! `extern "C"` function (name, parameter names and types, return type),
 //! every `#[repr(C)]` structure (fields in order), the opaque device type,
 //! and every `ENSO_*` error code.
@@ -8,8 +8,21 @@ use std::collections::BTreeMap;
 
 mod common;
 
+/// The library's sources, `src/lib.rs` first and then its modules.
 fn rust_source() -> String {
-    std::fs::read_to_string(common::crate_dir().join("src/lib.rs")).expect("src/lib.rs")
+    let src = common::crate_dir().join("src");
+    let mut files: Vec<_> = std::fs::read_dir(&src)
+        .expect("src/")
+        .map(|e| e.expect("src/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("lib.rs"))
+        .collect();
+    files.sort();
+    files.insert(0, src.join("lib.rs"));
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn header() -> String {

@@ -13,7 +13,6 @@
 //! found no rate without loss, and 130 when it was interrupted (after
 //! reporting what it found).
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -21,23 +20,28 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use nic_emu::counters::PortCounters;
 use nic_emu::Stats;
 
 use crate::cli::{self, CliError, Config};
 use crate::inprocess::{InProcessNic, InProcessOptions, GENERATOR_PORT};
 use crate::pcap::{CaptureError, CaptureWriter};
-use crate::rate::{Rate, RateError, RateLimit};
-use crate::report::{ClockInfo, DeviceReport, PortReport, Report};
-use crate::search::{search_with_progress, SearchError, SearchResult};
+use crate::rate::{Rate, RateError};
+use crate::report::{ClockInfo, Report};
+use crate::search::{search_with_progress, SearchError};
 use crate::session::{
-    Drain, FileCapture, RunError, RunOutcome, RunPlan, Session, SessionError, SessionOptions,
+    Drain, FileCapture, RunError, RunPlan, Session, SessionError, SessionOptions,
 };
-use crate::stats::{
-    live_line, summary_line, CsvFormat, CsvWriter, LatencyHistogram, Recorder, Sample,
-};
+use crate::stats::{live_line, CsvFormat, CsvWriter, LatencyHistogram, Recorder, Sample};
 use crate::stream::{StreamError, TxStream};
-use crate::zeroloss::{DeviceTrial, TrialError, MIN_OFFERED};
+use crate::zeroloss::{DeviceTrial, TrialError};
+
+mod summary;
+#[cfg(test)]
+mod tests;
+
+pub use self::summary::device_report;
+
+use summary::{search_status, shortfall, write_summary};
 
 /// Rows of statistics an EnsōGen CSV (`--save`) holds at least: Ensō's
 /// Python frontend refuses a file with fewer than three, and averages
@@ -574,212 +578,6 @@ fn notes(cfg: &Config, stream: &TxStream, report: &mut Report) {
     }
 }
 
-/// A note when the NIC sent clearly less than the rate asked for, by the
-/// same rate the summary prints (over the send time of the totals).
-fn shortfall(
-    totals: &Sample,
-    interrupted: bool,
-    limit: Option<RateLimit>,
-    stream: &TxStream,
-) -> Option<String> {
-    let want = Rate::Flits(limit?).pps(&stream.profile());
-    let secs = totals.send_ns.unwrap_or(totals.interval).as_secs_f64();
-    if interrupted || secs < 0.1 {
-        return None;
-    }
-    let got = totals.tx.pkt_rate_kpps * 1e3;
-    (got < MIN_OFFERED * want).then(|| {
-        format!(
-            "sent {:.3} Mpps, {:.1}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
-            got / 1e6,
-            got / want * 100.0,
-            want / 1e6
-        )
-    })
-}
-
-fn write_summary(
-    w: &mut dyn Write,
-    report: &Report,
-    outcome: Option<&RunOutcome>,
-) -> io::Result<()> {
-    if let Some(z) = &report.zero_loss {
-        return write_search(w, z);
-    }
-    let t = &report.totals;
-    let secs = |d: Option<Duration>| d.unwrap_or(t.interval).as_secs_f64();
-    writeln!(
-        w,
-        "TX {} frames, {} bytes in {:.3} s of sending: {:.3} Gb/s, {:.3} Mpps",
-        t.tx.packets,
-        t.tx.bytes,
-        secs(t.send_ns),
-        t.tx.tput_mbps / 1e3,
-        t.tx.pkt_rate_kpps / 1e3
-    )?;
-    writeln!(
-        w,
-        "RX {} frames, {} bytes in {:.3} s to the last received: {:.3} Gb/s, {:.3} Mpps",
-        t.rx.packets,
-        t.rx.bytes,
-        secs(t.receive_ns),
-        t.rx.tput_mbps / 1e3,
-        t.rx.pkt_rate_kpps / 1e3
-    )?;
-    writeln!(w, "{}", summary_line(&report.loss, report.latency.as_ref()))?;
-    if let Some(d) = &report.device {
-        if d.total_drops > 0 {
-            let causes: Vec<String> = d
-                .drops
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect();
-            let mine: u64 = d.generator_drops.values().sum();
-            writeln!(
-                w,
-                "NIC drops during the run: {} ({}); {mine} of them in the generator's RX pipes",
-                d.total_drops,
-                causes.join(", ")
-            )?;
-        }
-    }
-    if outcome.is_some_and(|o| o.interrupted) {
-        writeln!(w, "interrupted")?;
-    }
-    Ok(())
-}
-
-/// Exit status of a search: 130 when interrupted (what finished is still
-/// reported), 1 when a size found no rate without loss, else 0.
-fn search_status(z: &SearchResult) -> u8 {
-    if z.interrupted {
-        130
-    } else if z.sizes.iter().any(|s| s.rate_gbps.is_none()) {
-        1
-    } else {
-        0
-    }
-}
-
-fn write_search(w: &mut dyn Write, z: &SearchResult) -> io::Result<()> {
-    for s in &z.sizes {
-        let size = s.size.map_or("traffic".to_string(), |s| format!("{s} B"));
-        let n = s.trials.len();
-        let trials = format!("{n} trial{}", if n == 1 { "" } else { "s" });
-        if !s.finished {
-            let best = s
-                .rate_gbps
-                .map_or(String::new(), |r| format!(", best so far {r:.3} Gb/s"));
-            writeln!(w, "zero-loss {size}: interrupted after {trials}{best}")?;
-            continue;
-        }
-        match s.rate_gbps {
-            Some(rate) => {
-                let mpps = s
-                    .rate_mpps
-                    .map_or(String::new(), |m| format!(" ({m:.3} Mpps)"));
-                writeln!(
-                    w,
-                    "zero-loss {size}: {rate:.3} Gb/s{mpps}, {trials}{}",
-                    if s.converged { "" } else { ", not converged" }
-                )?;
-            }
-            None => writeln!(
-                w,
-                "zero-loss {size}: no lossless rate found (lowest tried {:.3} Gb/s), {trials}",
-                s.lowest_tried_gbps().unwrap_or(0.0)
-            )?,
-        }
-    }
-    if z.interrupted {
-        writeln!(w, "interrupted")?;
-    }
-    Ok(())
-}
-
-/// What changed in the device's counters between two snapshots; the
-/// generator's RX pipes belong to application `rx_app`.
-pub fn device_report(
-    name: String,
-    port: u32,
-    rx_app: u32,
-    before: Option<&Stats>,
-    after: &Stats,
-) -> DeviceReport {
-    let zero = Stats::default();
-    let before = before.unwrap_or(&zero);
-    let app_drops = |s: &Stats| {
-        let pipes = s
-            .apps
-            .iter()
-            .filter(|a| a.app_id == rx_app)
-            .flat_map(|a| &a.pipes);
-        pipes.fold((0u64, 0u64), |(f, n), p| {
-            (
-                f + p.counters.drop_pipe_full,
-                n + p.counters.drop_notif_ring_full,
-            )
-        })
-    };
-    let (a, b) = (app_drops(after), app_drops(before));
-    let generator_drops = BTreeMap::from([
-        ("pipe_full".to_string(), a.0.saturating_sub(b.0)),
-        ("notif_ring_full".to_string(), a.1.saturating_sub(b.1)),
-    ]);
-    let old = before.drops();
-    let drops: BTreeMap<String, u64> = after
-        .drops()
-        .into_iter()
-        .map(|(k, v)| {
-            (
-                k.to_string(),
-                v.saturating_sub(old.get(k).copied().unwrap_or(0)),
-            )
-        })
-        .collect();
-    let ports = after
-        .ports
-        .iter()
-        .map(|p| {
-            let b = before
-                .ports
-                .iter()
-                .find(|q| q.port == p.port)
-                .map(|q| q.counters.clone())
-                .unwrap_or_default();
-            PortReport {
-                port: p.port,
-                wire: p.wire.clone(),
-                counters: port_delta(&p.counters, &b),
-            }
-        })
-        .collect();
-    DeviceReport {
-        name,
-        port,
-        total_drops: drops.values().sum(),
-        drops,
-        generator_drops,
-        ports,
-    }
-}
-
-/// `a - b` for every counter (saturating), whatever counters a port has.
-fn port_delta(a: &PortCounters, b: &PortCounters) -> PortCounters {
-    let (Ok(serde_json::Value::Object(mut av)), Ok(serde_json::Value::Object(bv))) =
-        (serde_json::to_value(a), serde_json::to_value(b))
-    else {
-        return a.clone();
-    };
-    for (k, v) in av.iter_mut() {
-        if let (Some(x), Some(y)) = (v.as_u64(), bv.get(k).and_then(serde_json::Value::as_u64)) {
-            *v = x.saturating_sub(y).into();
-        }
-    }
-    serde_json::from_value(serde_json::Value::Object(av)).unwrap_or_else(|_| a.clone())
-}
-
 /// Reads back an RTT histogram written with `--rtt-hist` (for tests and
 /// experiments).
 pub fn read_rtt_hist(path: &Path) -> Result<LatencyHistogram, AppError> {
@@ -788,117 +586,4 @@ pub fn read_rtt_hist(path: &Path) -> Result<LatencyHistogram, AppError> {
         path: path.into(),
         source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::search::{SearchConfig, SizeResult};
-    use crate::stats::{Counters, TrafficSpan};
-
-    #[test]
-    fn summary_and_shortfall_note_use_the_send_time() {
-        let cfg = cli::parse(["pktgen", "--size", "64", "--rate", "10Mpps"]).unwrap();
-        let stream = TxStream::from_source(&cfg.traffic).unwrap();
-        let limit = cfg.rate.limiter_setting(&stream.profile()).unwrap();
-        let ms = Duration::from_millis;
-        let mut rec = Recorder::new();
-        let c = Counters {
-            tx_packets: 1_000_000,
-            tx_bytes: 60_000_000,
-            rx_packets: 1_000_000,
-            rx_bytes: 60_000_000,
-            ..Counters::default()
-        };
-        // 1 M frames sent in 0.5 s, back by 0.6 s, the run over at 0.7 s.
-        let span = TrafficSpan {
-            first_sent: Some(ms(0)),
-            last_sent: Some(ms(500)),
-            last_received: Some(ms(600)),
-        };
-        rec.finish(c, ms(700), span);
-        let mut report = Report::new(cfg, ClockInfo::emulated_nic());
-        report.finish(&rec, None);
-        let note = shortfall(&report.totals, false, Some(limit), &stream).unwrap();
-        assert!(
-            note.starts_with("sent 2.000 Mpps, 20.0% of the 10.000 Mpps"),
-            "{note}"
-        );
-        let mut out = Vec::new();
-        write_summary(&mut out, &report, None).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains(
-                "TX 1000000 frames, 60000000 bytes in 0.500 s of sending: 1.344 Gb/s, 2.000 Mpps"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("RX 1000000 frames, 60000000 bytes in 0.600 s to the last received: 1.120 Gb/s, 1.667 Mpps"),
-            "{text}"
-        );
-        assert!(shortfall(&report.totals, true, Some(limit), &stream).is_none());
-    }
-
-    fn size(size: usize, rate: Option<f64>, tried: &[f64], finished: bool) -> SizeResult {
-        use crate::search::{TrialOutcome, TrialRecord, TrialSpec};
-        SizeResult {
-            size: Some(size),
-            rate_gbps: rate,
-            rate_mpps: rate.map(|r| r * 1.488),
-            converged: rate.is_some() && finished,
-            finished,
-            trials: tried
-                .iter()
-                .map(|&r| TrialRecord {
-                    spec: TrialSpec {
-                        size: Some(size),
-                        rate_gbps: r,
-                        duration: Duration::from_secs(1),
-                    },
-                    outcome: TrialOutcome::default(),
-                    lossless: Some(r) == rate,
-                    passed: Some(r) == rate,
-                })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn search_summary_says_when_no_rate_was_found_or_it_was_cut_short() {
-        let text = |z: &SearchResult| {
-            let mut out = Vec::new();
-            write_search(&mut out, z).unwrap();
-            String::from_utf8(out).unwrap()
-        };
-        let mut z = SearchResult {
-            config: SearchConfig::default(),
-            sizes: vec![size(64, Some(1.0), &[2.0, 1.0], true)],
-            interrupted: false,
-        };
-        assert_eq!(
-            text(&z),
-            "zero-loss 64 B: 1.000 Gb/s (1.488 Mpps), 2 trials\n"
-        );
-        assert_eq!(search_status(&z), 0);
-        // No trial passed: no rate, the lowest tried, status 1.
-        z.sizes.push(size(128, None, &[1.0, 0.5, 0.25], true));
-        assert!(text(&z).ends_with(
-            "zero-loss 128 B: no lossless rate found (lowest tried 0.250 Gb/s), 3 trials\n"
-        ));
-        assert_eq!(search_status(&z), 1);
-        // Interrupted during a size: what it found so far; status 130.
-        z.sizes.push(size(256, Some(0.5), &[1.0, 0.5], false));
-        z.sizes.push(size(512, None, &[], false));
-        z.interrupted = true;
-        let t = text(&z);
-        assert!(
-            t.ends_with(
-                "zero-loss 256 B: interrupted after 2 trials, best so far 0.500 Gb/s\n\
-                 zero-loss 512 B: interrupted after 0 trials\ninterrupted\n"
-            ),
-            "{t}"
-        );
-        assert_eq!(search_status(&z), 130);
-    }
 }

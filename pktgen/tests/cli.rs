@@ -627,9 +627,9 @@ fn save_writes_a_csv_that_ensos_python_frontend_reads() {
     assert!(d.lines().nth(1).unwrap().contains('.'));
     let l: Vec<&str> = d.lines().last().unwrap().split(',').collect();
     assert_eq!(l[4], "1000");
-    match common::python_reads_ensogen_csv(&csv) {
-        Some(r) => assert_eq!(r.unwrap(), format!("{} 1000 1000", rows.len())),
-        None => eprintln!("python3 missing: only the Rust reading was checked"),
+    // Without python3 only the Rust reading is checked (the skip is recorded).
+    if let Some(r) = common::python_reads_ensogen_csv(&csv) {
+        assert_eq!(r.unwrap(), format!("{} 1000 1000", rows.len()));
     }
 }
 

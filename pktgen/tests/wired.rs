@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use enso::{Device, DeviceOptions};
-use memif::testpmd::{have_testpmd, TestPmd, ONE_AT_A_TIME};
+use memif::testpmd::{missing_tool, TestPmd, ONE_AT_A_TIME};
 use nic_emu::testframe::{FrameKind, TestFrames};
 use nic_emu::{DeviceConfig, Nic, RunOptions};
 
@@ -47,7 +47,8 @@ fn until_the_peer_answers(nic: &Nic) {
 
 #[test]
 fn pktgen_measures_rtt_through_a_memif_port_and_dpdk() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

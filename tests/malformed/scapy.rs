@@ -11,23 +11,31 @@ use std::process::Command;
 /// Writes scapy's captures into `dir`; `false` (after saying why) when
 /// python3 or scapy is missing and this is not CI.
 pub fn scapy_captures(dir: &Path) -> bool {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/malformed/make_captures.py");
-    let why = match Command::new("python3").arg(&script).arg(dir).output() {
-        Err(e) => format!("python3 cannot be run ({e})"),
-        Ok(o) if o.status.success() => return true,
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            if !err.contains("No module named 'scapy'") {
-                panic!("{} failed: {err}", script.display());
-            }
-            "scapy is not installed (Debian: python3-scapy)".to_string()
-        }
+    let Some(why) = scapy_missing(dir) else {
+        return true;
     };
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("CI=true and {why}");
     }
     eprintln!("skipping: {why}");
     false
+}
+
+/// Writes scapy's captures into `dir`; what is missing (python3 or scapy)
+/// when it cannot, for the caller to skip with (`test_skips::missing`).
+pub fn scapy_missing(dir: &Path) -> Option<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/malformed/make_captures.py");
+    match Command::new("python3").arg(&script).arg(dir).output() {
+        Err(e) => Some(format!("python3 cannot be run ({e})")),
+        Ok(o) if o.status.success() => None,
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            if !err.contains("No module named 'scapy'") {
+                panic!("{} failed: {err}", script.display());
+            }
+            Some("scapy is not installed (Debian: python3-scapy)".to_string())
+        }
+    }
 }
 
 /// The files in `dir` and the `names` a test has cases for, both sorted,

@@ -21,7 +21,7 @@ use nic_emu::{DeviceConfig, Nic, RunOptions, WireConfig};
 
 #[path = "../malformed/scapy.rs"]
 mod scapy;
-use scapy::scapy_captures;
+use scapy::scapy_missing;
 
 fn start(wire: PcapWire) -> Result<Nic, String> {
     let mut cfg = DeviceConfig::new(
@@ -185,7 +185,8 @@ fn cases() -> Vec<(&'static str, Want)> {
 fn scapys_captures_are_replayed_counted_or_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let caps = dir.path().join("caps");
-    if !scapy_captures(&caps) {
+    if let Some(why) = scapy_missing(&caps) {
+        test_skips::missing(why);
         return;
     }
     let (written, named) = scapy::written_and_named(&caps, cases().iter().map(|(n, _)| *n));

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use enso::{Device, DeviceOptions};
-use memif::testpmd::{have_testpmd, TestPmd, ONE_AT_A_TIME};
+use memif::testpmd::{missing_tool, TestPmd, ONE_AT_A_TIME};
 use nic_emu::testframe::{FrameKind, TestFrames};
 use nic_emu::{DeviceConfig, Nic, RunOptions};
 
@@ -140,7 +140,8 @@ fn exchange(nic: &Nic, n: u64, window: u64) -> u64 {
 
 #[test]
 fn a_memif_server_port_exchanges_frames_with_a_testpmd_client() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -168,7 +169,8 @@ fn a_memif_server_port_exchanges_frames_with_a_testpmd_client() {
 
 #[test]
 fn a_memif_client_port_exchanges_frames_with_a_testpmd_server() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,7 +323,8 @@ fn drive_secs() -> u64 {
 /// cause, or was still in testpmd's receive ring when it stopped.
 #[test]
 fn testpmd_as_the_source_gets_every_frame_back_or_counted() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

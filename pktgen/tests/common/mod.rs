@@ -103,7 +103,7 @@ pub fn read_ensogen_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<u64>>), Str
 
 /// Runs Ensō's Python frontend's reading of an EnsōGen CSV (its
 /// `EnsoGenStats` parse and the checks `get_summary` makes) over `path`
-/// with python3; `None` (after saying why) when python3 is not there.
+/// with python3; `None` (after recording the skip) when python3 is not there.
 /// Returns what the script printed: `rows rx_packets tx_packets`.
 pub fn python_reads_ensogen_csv(path: &Path) -> Option<Result<String, String>> {
     const SCRIPT: &str = r#"
@@ -136,7 +136,9 @@ print(n, stats["rx_packets"][-1], stats["tx_packets"][-1])
     {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("skipping the Python reader: python3 cannot be run ({e})");
+            test_skips::skipped(format!(
+                "the Python reading of the CSV: python3 cannot be run ({e})"
+            ));
             return None;
         }
     };
