@@ -92,7 +92,16 @@ int main(int argc, char **argv) {
         if (p == ENSO_ERR_AGAIN) {
             /* Look at the clock (and whether the device is still there)
              * only now and then while idle, and every 64 batches. */
-            if ((++idle & 1023) == 0) {
+            if ((++idle & 63) == 0) {
+                /* Nothing for a while: sleep until the NIC has something
+                 * (at most 1 ms, so the clock is still looked at). */
+                rc = enso_wait(dev, 1000);
+                if (rc < 0) {
+                    status = fail("waiting", rc);
+                    break;
+                }
+            }
+            if ((idle & 1023) == 0) {
                 if (now_s() >= stop)
                     break;
                 rc = enso_device_check_alive(dev);

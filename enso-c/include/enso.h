@@ -252,6 +252,11 @@ int enso_tx_space(enso_device_t *dev, int pipe, size_t *space);
 int enso_reap_completions(enso_device_t *dev);
 /* Sends not yet completed by the NIC. */
 int enso_tx_in_flight(enso_device_t *dev);
+/* Blocks until a pipe or queue of `dev` has data or a send completes, or
+ * `timeout_us` microseconds pass: 1 when there is something to take, 0
+ * when not, a negative ENSO_ERR_* on error. The NIC wakes the caller; a
+ * loop calls it between empty polls instead of spinning. */
+int enso_wait(enso_device_t *dev, uint64_t timeout_us);
 /* Writes a frame into `out` as a TX pipe needs it (behind a marker flit if
  * no header states its length); returns the bytes used (a multiple of
  * 64), or ENSO_ERR_MALFORMED (nothing written). */

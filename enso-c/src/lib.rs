@@ -72,7 +72,7 @@ pub use sockets::{
 pub use structs::{EnsoBatch, EnsoDeviceOptions, EnsoDeviceStats, EnsoFlowRule, EnsoPortStats};
 pub use tx::{
     enso_discard, enso_reap_completions, enso_send, enso_send_and_free, enso_tx_buf,
-    enso_tx_in_flight, enso_tx_space, enso_write_frame,
+    enso_tx_in_flight, enso_tx_space, enso_wait, enso_write_frame,
 };
 
 /// Success.

@@ -126,6 +126,22 @@ pub unsafe extern "C" fn enso_reap_completions(dev: *mut EnsoDevice) -> c_int {
     })
 }
 
+/// Blocks until one of the handle's pipes or queues has data or a send
+/// completes, or `timeout_us` microseconds pass; returns 1 when there is
+/// something to take, 0 when the wait ended without (the NIC wakes the
+/// handle; see `Device::wait`). For a loop that would otherwise spin on
+/// an idle NIC.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_wait(dev: *mut EnsoDevice, timeout_us: u64) -> c_int {
+    on_device!(dev, |d| {
+        let ready = d.dev.wait(std::time::Duration::from_micros(timeout_us))?;
+        Ok(c_int::from(ready))
+    })
+}
+
 /// Sends (TX notifications) not yet completed by the NIC.
 ///
 /// # Safety

@@ -103,6 +103,7 @@ int main(void) {
     EXPECT_CODE(enso_tx_space(NULL, 0, &n), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_reap_completions(NULL), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_tx_in_flight(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_wait(NULL, 1000), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_timestamping(NULL, 0, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_rate_limit(NULL, 0, 744, 1000), ENSO_ERR_INVALID);
     uint8_t mac[6];
