@@ -115,6 +115,12 @@ pub struct RigConfig {
     /// The generator stamps frames and records round-trip times.
     #[serde(default)]
     pub timestamps: bool,
+    /// Ensō only: the application binds one flow rule per generator flow
+    /// (UDP destination address and port, flow `f` to pipe `f % pipes`)
+    /// and has no fallback pipes, so every frame is looked up in the NIC's
+    /// flow table and one that no rule claims is dropped (`no_match`).
+    #[serde(default)]
+    pub flow_rules: bool,
 }
 
 impl RigConfig {
@@ -139,6 +145,7 @@ impl RigConfig {
             app_burst: 32,
             perf_counters: false,
             timestamps: false,
+            flow_rules: false,
         }
     }
 
@@ -158,6 +165,20 @@ impl RigConfig {
         }
         if self.rate_pps.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
             return Err("the rate must be positive".into());
+        }
+        if self.flow_rules {
+            if self.interface != Interface::Enso {
+                return Err(
+                    "flow rules steer to Ensō pipes: the packetized interface has RSS queues"
+                        .into(),
+                );
+            }
+            if self.flows > enso::MAX_FLOW_RULES {
+                return Err(format!(
+                    "one rule per flow: at most {} flows (an application's quota of rules)",
+                    enso::MAX_FLOW_RULES
+                ));
+            }
         }
         self.device("check").validate()
     }
@@ -596,6 +617,17 @@ fn delta_drops(a: &Stats, b: &Stats) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The flow rule of generator flow `f` (with [`RigConfig::flow_rules`]):
+/// its UDP destination address and port, as the NIC matches UDP.
+pub fn flow_rule(f: u32) -> enso::FlowRule {
+    let t = nic_emu::testframe::TestFrames::flow_tuple(f);
+    enso::FlowRule {
+        src_ip: 0,
+        src_port: 0,
+        ..t
+    }
+}
+
 /// Frames the NIC has put into the application's pipes or RX queues.
 fn delivered(s: &Stats) -> u64 {
     s.pipe_sum(|c| c.rx_frames) + s.queue_sum(|c| c.rx_frames)
@@ -651,6 +683,28 @@ impl Rig {
             .copied();
         let dev = Device::attach_nic(&nic, config.device_options()).map_err(|e| e.to_string())?;
         let mut driver = match config.interface {
+            Interface::Enso if config.flow_rules => {
+                let mut d = EnsoDriver::new(dev);
+                let mut pipes = Vec::new();
+                for _ in 0..config.pipes {
+                    let p = match config.mode {
+                        Mode::Echo => {
+                            let p = d.dev.alloc_rxtx_pipe(false).map_err(|e| e.to_string())?;
+                            d.set_port(p, 0);
+                            p.rx()
+                        }
+                        Mode::Rx => d.dev.alloc_rx_pipe(false).map_err(|e| e.to_string())?,
+                    };
+                    pipes.push(p);
+                }
+                for f in 0..config.flows {
+                    let p = pipes[(f % config.pipes) as usize];
+                    d.dev
+                        .bind(p, flow_rule(f))
+                        .map_err(|e| format!("flow rule of flow {f}: {e}"))?;
+                }
+                Driver::Enso(d)
+            }
             Interface::Enso => {
                 let mut d = EnsoDriver::new(dev);
                 match config.mode {
@@ -675,8 +729,9 @@ impl Rig {
         };
         // The configuration travels as TX notifications (Ensō) or register
         // writes: poll until the NIC has installed every fallback target.
+        let fallback = if config.flow_rules { 0 } else { config.pipes };
         let t0 = Instant::now();
-        while nic.stats().fallback_pipes < config.pipes as usize {
+        while nic.stats().fallback_pipes < fallback as usize {
             let _ = driver.poll(&mut Touch::default());
             if t0.elapsed() > Duration::from_secs(5) {
                 return Err("the NIC did not set up the application's pipes".into());
@@ -759,6 +814,16 @@ impl Rig {
         let s = self.nic.as_ref().map(|n| n.stats());
         self.park();
         s
+    }
+
+    /// Runs `f` with the device, its engine running (not parked): to
+    /// attach another application beside this one, say, and configure it.
+    /// `None` once the device has stopped.
+    pub fn with_nic<R>(&mut self, f: impl FnOnce(&Nic) -> R) -> Option<R> {
+        self.unpark();
+        let r = self.nic.as_deref().map(f);
+        self.park();
+        r
     }
 
     /// Runs `f` on the engine thread.

@@ -75,6 +75,7 @@ pub mod echo;
 pub mod emu;
 pub mod frames;
 pub mod interleave;
+pub mod isolation;
 pub mod latency;
 pub mod pcie;
 // perf_event_open needs a system call and ioctls on its descriptors.
