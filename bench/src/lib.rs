@@ -69,6 +69,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod app_trial;
 pub mod cache;
 pub use hostcpu::{contention, placement, probe, stats, wait};
 pub mod echo;

@@ -5,14 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bench::app_trial::{run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult};
 use bench::placement::Side;
 use bench::plot::{HBar, HBarChart};
 use bench::probe::{self, PlacementClass, APART_FROM_NS, SIBLINGS_BELOW_NS};
 use bench::results::Table;
 use clap::Args;
-use enso_apps::bench_api::{
-    run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
-};
 use enso_apps::maglev::FlowWorkload;
 use enso_apps::nic::Interface;
 use serde::Serialize;

@@ -28,14 +28,14 @@
 //! percentiles measured by the client.
 //!
 //! ```no_run
-//! use enso_apps::bench_api::{run_trial, AppKind, TrialOptions};
+//! use bench::app_trial::{run_trial, AppKind, TrialOptions};
 //! use enso_apps::nic::Interface;
 //! let opts = TrialOptions::default();
 //! for iface in Interface::ALL {
 //!     let r = run_trial(AppKind::Maglev, iface, &opts)?;
 //!     println!("{iface}: {:.2} Mpps, {:.1} ns/packet", r.rate / 1e6, r.app_busy_ns_per_unit);
 //! }
-//! # Ok::<(), enso_apps::bench_api::TrialError>(())
+//! # Ok::<(), bench::app_trial::TrialError>(())
 //! ```
 
 use std::collections::BTreeMap;
@@ -52,16 +52,16 @@ use nic_emu::{
     WireConfig,
 };
 
-use crate::kv::{KvClient, KvServer, ServerConfig, StoreConfig, WorkloadConfig};
-use crate::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
-use crate::logmon::{builtin_for, LogGenerator, LogMonitor, LogPatterns, LogScanner};
-use crate::maglev::{Backend, Maglev, MaglevConfig};
-use crate::nic::{
+use enso_apps::kv::{KvClient, KvServer, ServerConfig, StoreConfig, WorkloadConfig};
+use enso_apps::load::{KvLoadClient, KvLoadConfig, LatencyStats, LoadError, LogSource, PipeClient};
+use enso_apps::logmon::{builtin_for, LogGenerator, LogMonitor, LogPatterns, LogScanner};
+use enso_apps::maglev::{Backend, Maglev, MaglevConfig};
+use enso_apps::nic::{
     add_fallback_rx_pipes, AppDriver, EnsoReplyDriver, EnsoStreamDriver, Interface,
     PacketizedReplyDriver,
 };
-use crate::packet::UDP_PAYLOAD_OFFSET;
-use crate::telemetry::{NitroConfig, Telemetry};
+use enso_apps::packet::UDP_PAYLOAD_OFFSET;
+use enso_apps::telemetry::{NitroConfig, Telemetry};
 
 /// The applications of the paper's evaluation (echo has its own demo).
 #[derive(
@@ -172,7 +172,7 @@ pub struct TrialOptions {
     /// instead of packets.
     pub log_stream: bool,
     /// Log monitor: the services whose built-in patterns are matched (see
-    /// [`crate::logmon::SERVICES`]); empty for all of them.
+    /// [`enso_apps::logmon::SERVICES`]); empty for all of them.
     pub log_services: Vec<String>,
     /// Log monitor: share of the generated log's lines that are events the
     /// built-in patterns detect (0..=1; [`LogGenerator::new`]'s 0.3 by
@@ -392,7 +392,7 @@ impl Default for TrialOptions {
             kv_window: 512,
             log_payload: 1024,
             log_bytes: 4 << 20,
-            log_event_share: crate::logmon::DEFAULT_EVENT_SHARE,
+            log_event_share: enso_apps::logmon::DEFAULT_EVENT_SHARE,
             log_window: 512,
             log_stream: true,
             log_services: Vec::new(),
@@ -488,7 +488,7 @@ pub fn run_trial(
     opts: &TrialOptions,
 ) -> Result<TrialResult, TrialError> {
     let pipes = opts.pipes.max(1);
-    if app == AppKind::Kv && opts.kv_window > crate::load::MAX_WINDOW_FRAMES {
+    if app == AppKind::Kv && opts.kv_window > enso_apps::load::MAX_WINDOW_FRAMES {
         return Err(LoadError::Window(opts.kv_window).into());
     }
     let cfg = device_config(app, iface, opts)?;
@@ -507,7 +507,7 @@ pub fn run_trial(
             .name(format!("{app}-{iface}"))
             .spawn_scoped(s, move || {
                 if let Some(c) = opts.app_core {
-                    crate::cli::pin_current(c);
+                    enso_apps::cli::pin_current(c);
                 }
                 app_thread(nic, app, iface, pipes, opts)
             })
@@ -595,7 +595,7 @@ fn trial_log(opts: &TrialOptions) -> Vec<u8> {
 /// (one pass; the generator repeats them).
 fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
     let mut src = LogSource::new(trial_log(opts), opts.log_payload, false);
-    let mut buf = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut buf = vec![0u8; enso_apps::packet::MAX_FRAME_LEN];
     let mut frames = Vec::new();
     while let Some(n) = src
         .next_frame(&mut buf)
@@ -621,7 +621,7 @@ fn kv_workload(opts: &TrialOptions) -> WorkloadConfig {
 fn kv_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
     let cfg = |e: &dyn std::fmt::Display| TrialError::Config(e.to_string());
     let mut client = KvClient::new(kv_workload(opts)).map_err(|e| cfg(&e))?;
-    let mut buf = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut buf = vec![0u8; enso_apps::packet::MAX_FRAME_LEN];
     let mut frames = Vec::with_capacity(KV_REPLAY_FRAMES);
     for _ in 0..KV_REPLAY_FRAMES {
         let n = client.next_frame(&mut buf).map_err(|e| cfg(&e))?;
@@ -644,8 +644,8 @@ fn kv_generator_window(opts: &TrialOptions) -> u64 {
 fn kv_preload(server: &mut KvServer, opts: &TrialOptions) -> Result<(), TrialError> {
     let cfg = |e: &dyn std::fmt::Display| TrialError::Config(e.to_string());
     let mut client = KvClient::new(kv_workload(opts)).map_err(|e| cfg(&e))?;
-    let mut req = vec![0u8; crate::packet::MAX_FRAME_LEN];
-    let mut resp = vec![0u8; crate::packet::MAX_FRAME_LEN];
+    let mut req = vec![0u8; enso_apps::packet::MAX_FRAME_LEN];
+    let mut resp = vec![0u8; enso_apps::packet::MAX_FRAME_LEN];
     while let Some(n) = client.next_preload_frame(&mut req).map_err(|e| cfg(&e))? {
         server
             .handle(&req[..n], &mut resp)
@@ -1124,7 +1124,7 @@ fn measure<D: AppDriver<H>, H, C: Client>(
         let t = std::thread::Builder::new()
             .name("client".into())
             .spawn_scoped(s, || -> Result<Option<LatencyStats>, LoadError> {
-                crate::cli::pin_current(core);
+                enso_apps::cli::pin_current(core);
                 let mut reset = false;
                 while !stop.load(Ordering::Relaxed) {
                     client.poll()?;
