@@ -8,8 +8,10 @@
 //! logic and know nothing about pipes, descriptors or the emulated NIC:
 //! every entry point takes bytes and says what to do with them. [`nic`]
 //! runs them on the emulated NIC (Ensō pipes or descriptor queues),
-//! [`load`] sends them traffic through TX pipes, [`bench_api`] runs
-//! threaded throughput trials, and [`cli`] is what the binaries share.
+//! [`load`] sends them traffic through TX pipes, and [`cli`] is what the
+//! binaries share. The threaded throughput trials of the experiments
+//! (`bench::app_trial`, and its binary `app-trial`) are in the `bench`
+//! crate.
 //!
 //! # Entry points
 //!
@@ -48,8 +50,6 @@
 //! * [`nic`]: the drivers (`PacketHandler` ones come from `enso`; reply and
 //!   stream drivers are here) and the [`nic::AppDriver`] trait over all.
 //! * [`load`]: TX-pipe clients: the KV workload with latency, a log source.
-//! * [`bench_api`]: [`bench_api::run_trial`], one application on one
-//!   interface for a short threaded trial.
 //! * [`cli`]: flags, device opening and the serving loop of the binaries.
 //!
 //! # Binaries
@@ -57,13 +57,11 @@
 //! `maglev`, `telemetry`, `kv`, `logmon` serve a port of a running
 //! `nic-emu` device on either interface (`--interface enso|packetized`);
 //! `kv-client` and `log-client` send their traffic from another port;
-//! `app-trial` runs [`bench_api::run_trial`] in process; `echo` and
-//! `enso-demo` are the echo server and the demonstration.
+//! `echo` and `enso-demo` are the echo server and the demonstration.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-pub mod bench_api;
 pub mod cli;
 pub mod echo;
 pub mod hash;

@@ -41,6 +41,9 @@ use crate::interleave::{TrialResult, Variant};
 use crate::placement::{Placement, Side};
 use crate::refring::Mode;
 
+mod app;
+pub use app::*;
+
 /// Which application interface a rig uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -115,6 +118,12 @@ pub struct RigConfig {
     /// The generator stamps frames and records round-trip times.
     #[serde(default)]
     pub timestamps: bool,
+    /// Ensō only: the application binds one flow rule per generator flow
+    /// (UDP destination address and port, flow `f` to pipe `f % pipes`)
+    /// and has no fallback pipes, so every frame is looked up in the NIC's
+    /// flow table and one that no rule claims is dropped (`no_match`).
+    #[serde(default)]
+    pub flow_rules: bool,
 }
 
 impl RigConfig {
@@ -139,6 +148,7 @@ impl RigConfig {
             app_burst: 32,
             perf_counters: false,
             timestamps: false,
+            flow_rules: false,
         }
     }
 
@@ -158,6 +168,20 @@ impl RigConfig {
         }
         if self.rate_pps.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
             return Err("the rate must be positive".into());
+        }
+        if self.flow_rules {
+            if self.interface != Interface::Enso {
+                return Err(
+                    "flow rules steer to Ensō pipes: the packetized interface has RSS queues"
+                        .into(),
+                );
+            }
+            if self.flows > enso::MAX_FLOW_RULES {
+                return Err(format!(
+                    "one rule per flow: at most {} flows (an application's quota of rules)",
+                    enso::MAX_FLOW_RULES
+                ));
+            }
         }
         self.device("check").validate()
     }
@@ -208,265 +232,6 @@ impl RigConfig {
             },
         }
     }
-}
-
-/// The rx-mode application: reads each frame's first payload bytes and
-/// frees it.
-#[derive(Debug, Default, Clone)]
-pub struct Touch {
-    /// Sum of the 8 bytes at the payload's start of every frame.
-    pub sum: u64,
-}
-
-impl PacketHandler for Touch {
-    #[inline]
-    fn handle(&mut self, frame: &mut [u8]) -> Verdict {
-        let at = frames::SEQ_OFFSET;
-        if let Some(b) = frame.get(at..at + 8) {
-            let v = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            self.sum = self.sum.wrapping_add(v);
-        }
-        Verdict::Consume
-    }
-}
-
-/// Either driver, with the loop an application thread runs.
-#[derive(Debug)]
-pub enum Driver {
-    /// Ensō pipes.
-    Enso(EnsoDriver),
-    /// Descriptor rings.
-    Packetized(PacketizedDriver),
-}
-
-impl Driver {
-    /// One poll: the frames handled.
-    #[inline]
-    pub fn poll<H: PacketHandler>(&mut self, h: &mut H) -> Result<usize, DriverError> {
-        match self {
-            Driver::Enso(d) => d.poll(h),
-            Driver::Packetized(d) => d.poll(h),
-        }
-    }
-
-    /// Frames the driver dropped so far (the packetized driver drops what
-    /// does not fit a full TX ring, as DPDK applications do).
-    pub fn dropped(&self) -> u64 {
-        match self {
-            Driver::Enso(d) => d.stats.dropped,
-            Driver::Packetized(d) => d.stats.dropped,
-        }
-    }
-
-    /// Frame bytes the driver has handled so far.
-    pub fn bytes(&self) -> u64 {
-        match self {
-            Driver::Enso(d) => d.stats.bytes,
-            Driver::Packetized(d) => d.stats.bytes,
-        }
-    }
-
-    /// The device handle.
-    pub fn device(&self) -> &Device {
-        match self {
-            Driver::Enso(d) => &d.dev,
-            Driver::Packetized(d) => &d.dev,
-        }
-    }
-}
-
-/// What an application thread does with each frame.
-#[derive(Debug)]
-pub enum Handler {
-    /// Increment the echo byte and send the frame back.
-    Echo(TestFrameEcho),
-    /// Read it and free it.
-    Touch(Touch),
-}
-
-/// Phases of a trial, as the application thread sees them.
-const RUN: u8 = 0;
-/// The measured window has ended: snapshot the counters, keep draining.
-const END: u8 = 1;
-/// Everything has drained: return.
-const EXIT: u8 = 2;
-
-/// A drain in which nothing has moved for this long is over.
-const SETTLED: Duration = Duration::from_millis(50);
-
-/// Drop cause for frames the application itself dropped (the packetized
-/// driver when its TX ring is full).
-pub const APP_DROPPED: &str = "app_tx_ring_full";
-
-/// Polls between two looks at the phase flag.
-const PHASE_CHECK: u32 = 32;
-
-/// What the application thread measured in one trial.
-#[derive(Clone, Debug, Default)]
-struct AppReport {
-    /// Frames handled before the window ended.
-    frames: u64,
-    /// Their bytes.
-    bytes: u64,
-    /// Time spent in polls that found work, until the window ended.
-    busy_ns: u64,
-    /// Preemptions of the thread over the whole trial.
-    preempted: Preemption,
-    pinned: bool,
-    error: Option<String>,
-    /// Hardware counters over the window, if asked for and available.
-    perf: Option<crate::perf::Counts>,
-    /// Frames the application dropped over the whole trial.
-    dropped: u64,
-}
-
-/// Shared between the trial's controller and the application thread.
-struct Control {
-    phase: CachePadded<AtomicU8>,
-    /// Frames handled so far, published at every phase check.
-    frames: CachePadded<AtomicU64>,
-    /// Frames the application dropped so far (same cadence).
-    dropped: CachePadded<AtomicU64>,
-    /// Set once the thread is pinned and polling.
-    started: CachePadded<AtomicU8>,
-    /// Count hardware events in the application thread.
-    perf: bool,
-}
-
-/// Busy time of a polling loop. While idle, the clock is read before each
-/// poll, so an idle episode ends exactly where the poll that found work
-/// began; while busy it is not read at all.
-struct BusyClock {
-    start: Instant,
-    idle: Duration,
-    /// Start of the current idle episode.
-    since: Option<Instant>,
-    /// Start of the poll in progress, while idle.
-    poll_start: Option<Instant>,
-}
-
-impl BusyClock {
-    fn new() -> Self {
-        BusyClock {
-            start: Instant::now(),
-            idle: Duration::ZERO,
-            since: None,
-            poll_start: None,
-        }
-    }
-    /// Before each poll.
-    #[inline]
-    fn before_poll(&mut self) {
-        if self.since.is_some() {
-            self.poll_start = Some(Instant::now());
-        }
-    }
-    /// The poll found nothing.
-    #[inline]
-    fn idle(&mut self) {
-        if self.since.is_none() {
-            self.since = Some(Instant::now());
-        }
-    }
-    /// The poll found work.
-    #[inline]
-    fn work(&mut self) {
-        if let Some(t) = self.since.take() {
-            let end = self.poll_start.take().unwrap_or_else(Instant::now);
-            self.idle += end.saturating_duration_since(t);
-        }
-    }
-    fn busy_ns(&mut self) -> u64 {
-        if let Some(t) = self.since.take() {
-            self.idle += t.elapsed();
-            self.since = Some(Instant::now());
-        }
-        (self.start.elapsed().saturating_sub(self.idle)).as_nanos() as u64
-    }
-}
-
-fn app_loop<H: PacketHandler>(
-    driver: &mut Driver,
-    h: &mut H,
-    ctl: &Control,
-    pinned: bool,
-) -> AppReport {
-    let preempted = PreemptionCounter::start();
-    let bytes0 = driver.bytes();
-    let dropped0 = driver.dropped();
-    let mut frames = 0u64;
-    let mut report = AppReport {
-        pinned,
-        ..Default::default()
-    };
-    let counters = if ctl.perf {
-        crate::perf::Counters::open().ok()
-    } else {
-        None
-    };
-    if let Some(c) = &counters {
-        c.start();
-    }
-    // SYNC POINT: Release pairs with the controller's Acquire load of
-    // `started` in `trial_inner`: pinning and the counters' start happen
-    // before it releases the generator.
-    ctl.started.store(1, Ordering::Release);
-    let mut clock = BusyClock::new();
-    let mut measuring = true;
-    let mut polls = 0u32;
-    loop {
-        clock.before_poll();
-        match driver.poll(h) {
-            Ok(0) => {
-                clock.idle();
-                std::hint::spin_loop();
-            }
-            Ok(n) => {
-                clock.work();
-                frames += n as u64;
-            }
-            Err(e) => {
-                report.error = Some(e.to_string());
-                break;
-            }
-        }
-        polls += 1;
-        if polls == PHASE_CHECK {
-            polls = 0;
-            ctl.frames.store(frames, Ordering::Relaxed);
-            ctl.dropped
-                .store(driver.dropped() - dropped0, Ordering::Relaxed);
-            // SYNC POINT: Acquire pairs with the controller's Release
-            // stores of END and EXIT in `trial_inner`.
-            let phase = ctl.phase.load(Ordering::Acquire);
-            if measuring && phase >= END {
-                measuring = false;
-                if let Some(c) = &counters {
-                    c.stop();
-                    report.perf = Some(c.read());
-                }
-                report.busy_ns = clock.busy_ns();
-                report.frames = frames;
-                report.bytes = driver.bytes() - bytes0;
-            }
-            if phase == EXIT {
-                break;
-            }
-        }
-    }
-    ctl.frames.store(frames, Ordering::Relaxed);
-    report.dropped = driver.dropped() - dropped0;
-    if measuring {
-        if let Some(c) = &counters {
-            c.stop();
-            report.perf = Some(c.read());
-        }
-        report.busy_ns = clock.busy_ns();
-        report.frames = frames;
-        report.bytes = driver.bytes() - bytes0;
-    }
-    report.preempted = preempted.stop();
-    report
 }
 
 /// The counters of one trial: NIC deltas over the measured window (from
@@ -596,6 +361,17 @@ fn delta_drops(a: &Stats, b: &Stats) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The flow rule of generator flow `f` (with [`RigConfig::flow_rules`]):
+/// its UDP destination address and port, as the NIC matches UDP.
+pub fn flow_rule(f: u32) -> enso::FlowRule {
+    let t = nic_emu::testframe::TestFrames::flow_tuple(f);
+    enso::FlowRule {
+        src_ip: 0,
+        src_port: 0,
+        ..t
+    }
+}
+
 /// Frames the NIC has put into the application's pipes or RX queues.
 fn delivered(s: &Stats) -> u64 {
     s.pipe_sum(|c| c.rx_frames) + s.queue_sum(|c| c.rx_frames)
@@ -651,6 +427,28 @@ impl Rig {
             .copied();
         let dev = Device::attach_nic(&nic, config.device_options()).map_err(|e| e.to_string())?;
         let mut driver = match config.interface {
+            Interface::Enso if config.flow_rules => {
+                let mut d = EnsoDriver::new(dev);
+                let mut pipes = Vec::new();
+                for _ in 0..config.pipes {
+                    let p = match config.mode {
+                        Mode::Echo => {
+                            let p = d.dev.alloc_rxtx_pipe(false).map_err(|e| e.to_string())?;
+                            d.set_port(p, 0);
+                            p.rx()
+                        }
+                        Mode::Rx => d.dev.alloc_rx_pipe(false).map_err(|e| e.to_string())?,
+                    };
+                    pipes.push(p);
+                }
+                for f in 0..config.flows {
+                    let p = pipes[(f % config.pipes) as usize];
+                    d.dev
+                        .bind(p, flow_rule(f))
+                        .map_err(|e| format!("flow rule of flow {f}: {e}"))?;
+                }
+                Driver::Enso(d)
+            }
             Interface::Enso => {
                 let mut d = EnsoDriver::new(dev);
                 match config.mode {
@@ -675,8 +473,9 @@ impl Rig {
         };
         // The configuration travels as TX notifications (Ensō) or register
         // writes: poll until the NIC has installed every fallback target.
+        let fallback = if config.flow_rules { 0 } else { config.pipes };
         let t0 = Instant::now();
-        while nic.stats().fallback_pipes < config.pipes as usize {
+        while nic.stats().fallback_pipes < fallback as usize {
             let _ = driver.poll(&mut Touch::default());
             if t0.elapsed() > Duration::from_secs(5) {
                 return Err("the NIC did not set up the application's pipes".into());
@@ -759,6 +558,16 @@ impl Rig {
         let s = self.nic.as_ref().map(|n| n.stats());
         self.park();
         s
+    }
+
+    /// Runs `f` with the device, its engine running (not parked): to
+    /// attach another application beside this one, say, and configure it.
+    /// `None` once the device has stopped.
+    pub fn with_nic<R>(&mut self, f: impl FnOnce(&Nic) -> R) -> Option<R> {
+        self.unpark();
+        let r = self.nic.as_deref().map(f);
+        self.park();
+        r
     }
 
     /// Runs `f` on the engine thread.
@@ -971,69 +780,4 @@ impl Variant for Rig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generator_follows_the_wire_size_convention() {
-        let c = RigConfig::new(Interface::Enso, Mode::Echo, 64);
-        assert_eq!(c.frame_len(), 60);
-        let g = c.generator();
-        assert_eq!(g.sizes, SizeSpec::Fixed(60));
-        assert_eq!(g.max_in_flight, Some(1024));
-        assert!(g.paused);
-        let rx = RigConfig::new(Interface::Packetized, Mode::Rx, 1518);
-        assert_eq!(rx.generator().sizes, SizeSpec::Fixed(1514));
-        assert_eq!(rx.generator().max_in_flight, None, "nothing comes back");
-        assert!(RigConfig::new(Interface::Enso, Mode::Echo, 63)
-            .check()
-            .is_err());
-        assert!(RigConfig::new(Interface::Enso, Mode::Echo, 1519)
-            .check()
-            .is_err());
-    }
-
-    #[test]
-    fn touch_reads_and_consumes() {
-        let mut f = frames::udp_frame(60, 3);
-        f[frames::SEQ_OFFSET..frames::SEQ_OFFSET + 8].copy_from_slice(&7u64.to_le_bytes());
-        let mut t = Touch::default();
-        assert_eq!(t.handle(&mut f), Verdict::Consume);
-        assert_eq!(t.handle(&mut f), Verdict::Consume);
-        assert_eq!(t.sum, 14);
-        assert_eq!(t.handle(&mut [0u8; 10]), Verdict::Consume);
-    }
-
-    #[test]
-    fn trial_extras_name_drops_by_cause() {
-        let t = RigTrial {
-            elapsed_ns: 1_000_000,
-            packets: 1000,
-            bytes: 60_000,
-            sent: 1010,
-            nic_busy_ns: 500_000,
-            app_busy_ns: 250_000,
-            rx_notifications: 100,
-            tx_notifications: 50,
-            delivered: 1000,
-            drops: [("pipe_full".to_string(), 10)].into(),
-            unaccounted: 0,
-            drained: true,
-            pcie_up_bytes: 0,
-            pcie_down_bytes: 0,
-            pcie_metadata_bytes: 0,
-            preempted: Default::default(),
-            steal_ms: 0.0,
-            app_pinned: true,
-            app_perf: None,
-            latency: None,
-            stats: None,
-        };
-        let tr = t.to_trial();
-        assert_eq!(tr.extra["drop_pipe_full"], 10.0);
-        assert_eq!(tr.extra["drops"], 10.0);
-        assert_eq!(tr.ns_per_packet("nic"), Some(500.0));
-        assert_eq!(tr.ns_per_packet("app"), Some(250.0));
-        assert!((tr.mpps() - 1.0).abs() < 1e-9);
-    }
-}
+mod tests;

@@ -69,12 +69,14 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod app_trial;
 pub mod cache;
 pub use hostcpu::{contention, placement, probe, stats, wait};
 pub mod echo;
 pub mod emu;
 pub mod frames;
 pub mod interleave;
+pub mod isolation;
 pub mod latency;
 pub mod pcie;
 // perf_event_open needs a system call and ioctls on its descriptors.

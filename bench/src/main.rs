@@ -63,6 +63,10 @@ enum Command {
     /// Echo throughput with 1, 2, 32, 1024 pipes (Ensō) and RSS queues
     /// (packetized) for one application core, interleaved.
     Scaling(cli::scaling::ScalingArgs),
+    /// Whether one application's flow rules slow another's lookups: A
+    /// binds far past its quota (every refusal counted), then B's echo
+    /// rate with A detached and with A holding its full quota, interleaved.
+    Isolation(cli::isolation::IsolationArgs),
     /// Run the experiments behind each of the paper's claims and write one
     /// Markdown report (report.md) with figures as SVG and PNG: measured
     /// here, predicted for the paper's hardware, and the paper's number.
@@ -221,6 +225,7 @@ impl Command {
             Command::Predict(a) => cli::predict::check(a),
             Command::Wire(a) => cli::wire::check(a),
             Command::Scaling(a) => cli::scaling::check(a),
+            Command::Isolation(a) => cli::isolation::check(a),
             Command::Report(a) => cli::report::check(a),
             Command::All(a) => cli::all::check(a),
             Command::Soak(a) => cli::soak::check(a),
@@ -254,6 +259,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => cli::predict::run(&args),
         Command::Wire(args) => cli::wire::run(&args),
         Command::Scaling(args) => cli::scaling::run(&args),
+        Command::Isolation(args) => cli::isolation::run(&args),
         Command::Report(args) => cli::report::run(&args),
         Command::All(args) => cli::all::run(&args),
         Command::Soak(args) => cli::soak::run(&args),

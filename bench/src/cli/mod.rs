@@ -13,6 +13,7 @@ pub(crate) mod apps;
 pub(crate) mod cache;
 pub(crate) mod costcheck;
 pub(crate) mod echo;
+pub(crate) mod isolation;
 pub(crate) mod latency;
 pub(crate) mod pcie;
 pub(crate) mod predict;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use enso_apps::bench_api::{run_trial, AppKind, KvLoad, LogLoad, TrialError, TrialOptions};
+use bench::app_trial::{run_trial, AppKind, KvLoad, LogLoad, TrialError, TrialOptions};
 use enso_apps::load::{LoadError, MAX_WINDOW_FRAMES};
 use enso_apps::nic::Interface;
 
@@ -147,7 +147,7 @@ fn the_generator_sends_at_most_its_burst_per_engine_step() {
         app_core: None,
         ..Default::default()
     };
-    assert!(opts.generator_burst < enso_apps::bench_api::DEFAULT_GENERATOR_BURST);
+    assert!(opts.generator_burst < bench::app_trial::DEFAULT_GENERATOR_BURST);
     for iface in Interface::ALL {
         let r = run_trial(AppKind::Telemetry, iface, &opts).expect("trial");
         let g = r.nic.ports[0].generator.as_ref().expect("generator");

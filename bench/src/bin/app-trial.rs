@@ -5,12 +5,10 @@
 //! before and after (where the host put the two cores); `--json` prints one
 //! object: every trial (`trials`) and the two probes (`probe_before`,
 //! `probe_after`). The experiments call the same function
-//! (`enso_apps::bench_api::run_trial`).
+//! (`bench::app_trial::run_trial`).
 
+use bench::app_trial::{run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult};
 use clap::Parser;
-use enso_apps::bench_api::{
-    run_trial, AppKind, KvLoad, LoadArgs, LogLoad, TrialOptions, TrialResult,
-};
 use enso_apps::cli::{self, CliResult};
 use enso_apps::load::MAX_WINDOW_FRAMES;
 use enso_apps::nic::Interface;
