@@ -107,6 +107,7 @@ impl Code for SendError {
             SendError::TooLarge { .. } => ENSO_ERR_TOO_LARGE,
             SendError::NotReserved { .. } => ENSO_ERR_NOT_RESERVED,
             SendError::NoPort(_) => ENSO_ERR_NO_PORT,
+            SendError::Frame(_) => ENSO_ERR_MALFORMED,
             SendError::Device(d) => d.code(),
         }
     }

@@ -29,6 +29,7 @@ mod liveness;
 mod mmio;
 mod notify;
 mod rx;
+mod split;
 #[cfg(test)]
 mod test_support;
 mod tx;
@@ -36,6 +37,7 @@ mod tx;
 pub use attach::DeviceOptions;
 pub use config::MAX_FLOW_RULES;
 pub use counters::{PipeDrops, PortDrops, PortStats};
+pub use split::TxHalf;
 
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;

@@ -142,6 +142,10 @@ pub enum SendError {
     /// The device has no such port.
     #[error("no port {0}")]
     NoPort(u32),
+    /// A frame to copy in that cannot be written as a frame
+    /// ([`crate::batch::write_frame`]).
+    #[error("cannot send the frame: {0}")]
+    Frame(#[from] enso_abi::wire::FrameError),
     /// The device stalled or is gone.
     #[error(transparent)]
     Device(#[from] DeviceError),

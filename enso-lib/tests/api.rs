@@ -239,3 +239,37 @@ fn recv_max_hands_out_whole_frames_within_both_bounds() {
     assert_eq!((b.len(), b.frames().count()), (bytes, 12));
     dev.free_all(pipe).expect("free_all");
 }
+
+#[test]
+fn recv_and_tx_takes_only_this_devices_tx_pipes_and_copies_any_frame() {
+    let (mut e, _dir) = engine("api-split", GeneratorConfig::default(), 64 << 10);
+    let o = DeviceOptions {
+        pipes: 1,
+        tx_pipes: 1,
+        ..Default::default()
+    };
+    let mut a = Device::attach_engine(&mut e, o.clone()).expect("attach a");
+    let mut b = Device::attach_engine(&mut e, o).expect("attach b");
+    let rx = a.alloc_rx_pipe(false).expect("rx pipe");
+    let theirs = b.alloc_tx_pipe().expect("b's tx pipe");
+    assert_eq!(
+        a.recv_and_tx(rx, theirs).map(|_| ()),
+        Err(RecvError::ForeignPipe)
+    );
+    let mine = a.alloc_tx_pipe().expect("a's tx pipe");
+    let (batch, mut out) = a.recv_and_tx(rx, mine).expect("recv_and_tx");
+    assert_eq!(batch.len(), 0, "nothing was received");
+    // A frame whose headers state no length goes behind a marker flit: two
+    // flits of the TX pipe for 60 bytes.
+    let before = out.tx_space().expect("space");
+    let raw = [0x5au8; 60];
+    out.send_copy(&raw, 0).expect("send a raw frame");
+    assert_eq!(before - out.tx_space().expect("space"), 128);
+    assert!(matches!(
+        out.send_copy(&raw[..10], 0),
+        Err(SendError::Frame(_))
+    ));
+    assert!(matches!(out.send_copy(&raw, 9), Err(SendError::NoPort(9))));
+    drop(batch);
+    assert_eq!(a.tx_in_flight(), 1);
+}

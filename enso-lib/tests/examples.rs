@@ -7,6 +7,8 @@ use clap::Parser;
 mod capture;
 #[path = "../examples/echo.rs"]
 mod echo;
+#[path = "../examples/echo_copy.rs"]
+mod echo_copy;
 #[path = "../examples/flow_and_fallback.rs"]
 mod flow_and_fallback;
 #[path = "../examples/l2_forward.rs"]
@@ -31,6 +33,20 @@ fn echo_sends_every_frame_back() {
     );
     let json = serde_json::to_value(&s).expect("json");
     assert_eq!(json["frames"], 2000);
+}
+
+#[test]
+fn echo_copy_sends_a_copy_of_every_frame_while_walking_the_batch() {
+    let a: echo_copy::Args = args(&["echo_copy", "--in-process", "--frames", "3000"]);
+    let s = echo_copy::run(&a).expect("echo_copy");
+    assert_eq!(s.frames, 3000);
+    assert_eq!(s.rx_bytes, 3000 * 64);
+    assert!((1..=3000).contains(&s.batches), "{s:?}");
+    assert_eq!(
+        (s.sent, s.returned, s.corrupt),
+        (Some(3000), Some(3000), Some(0)),
+        "every copy came back intact"
+    );
 }
 
 #[test]
