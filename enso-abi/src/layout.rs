@@ -213,7 +213,6 @@ impl<const N: usize> MmioQueue<N> {
         self.producer.0.load(Ordering::Acquire) != self.consumer.0.load(Ordering::Relaxed)
     }
 
-
     /// Software: posts the write of `value` to register `addr` as entry
     /// `producer` (which [`MmioQueue::has_room`] allowed), issued at
     /// `issued_ns` (0 without an emulated interconnect). The caller then

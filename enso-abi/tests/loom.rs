@@ -718,8 +718,15 @@ fn wake_model() {
     let woke: Vec<bool> = wakers.into_iter().map(|w| w.join().unwrap()).collect();
     for i in 0..2 {
         if !saw[i] {
-            assert!(woke[i], "the sleeper missed waker {i}'s work and it did not wake it");
-            assert_ne!(s.word().load(Ordering::Relaxed), seq, "its wait would block");
+            assert!(
+                woke[i],
+                "the sleeper missed waker {i}'s work and it did not wake it"
+            );
+            assert_ne!(
+                s.word().load(Ordering::Relaxed),
+                seq,
+                "its wait would block"
+            );
         }
     }
     s.done();

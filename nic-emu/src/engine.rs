@@ -73,8 +73,8 @@ mod tx;
 pub use crate::clock::Clock;
 pub use attach::AttachError;
 pub use config_notif::MAX_RULES_PER_APP;
-pub use park::{WakeFile, BACKEND_PARK, LIMITER_PARK, MAX_PARK};
 pub use enso_abi::control::{AttachInfo, AttachRequest};
+pub use park::{WakeFile, BACKEND_PARK, LIMITER_PARK, MAX_PARK};
 pub use state::TraceEvent;
 pub use step::Engine;
 

@@ -231,7 +231,10 @@ impl Device {
             return true;
         }
         // Acquire as in `take` (SYNC POINT C): whatever it names is visible.
-        if self.rx_notif(self.rx_head).signal.load(std::sync::atomic::Ordering::Acquire)
+        if self
+            .rx_notif(self.rx_head)
+            .signal
+            .load(std::sync::atomic::Ordering::Acquire)
             == enso_abi::layout::signal::DATA
         {
             return true;
