@@ -94,7 +94,7 @@ fn the_python_client_can_set_get_and_delete() {
     let host = Host::new(PORT_MAC, &[IpAddr::V4(SERVER_IP)]);
     let mut server = Hosted::new(host, kv);
     let Some(out) = round_trip(&mut server, &["set", "hello", "world"]) else {
-        eprintln!("skipped: python3 is not installed");
+        test_skips::skipped("python3 is not installed");
         return;
     };
     // (op, status, opaque, value)
@@ -170,7 +170,7 @@ fn a_datagram_larger_than_the_mtu_arrives_as_fragments_and_is_counted() {
     let mut server = Hosted::new(host, kv);
     let value = "v".repeat(2000);
     let Some(dump) = python(&["--dump", "set", "big", &value]) else {
-        eprintln!("skipped: python3 is not installed");
+        test_skips::skipped("python3 is not installed");
         return;
     };
     let payload = unhex(&dump);

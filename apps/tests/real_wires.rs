@@ -8,8 +8,8 @@
 //! Each test makes its own network namespaces (and veth pair or TAP
 //! device), with unique names, sends traffic only inside them, and removes
 //! them when done. They need root, `ip`, `ethtool`, `ping` and `python3`:
-//! without them they say why and pass, except under `CI=true`, where a
-//! missing tool fails them.
+//! without them they record why (test-skips) and pass, except under
+//! `CI=true`, where a missing tool fails them.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -157,7 +157,8 @@ fn configure_peer(ns: &Netns, iface: &str) {
 
 #[test]
 fn echo_reflect_on_an_afpacket_port_answers_ping_and_udp_from_the_kernel() {
-    if !preflight("afpacket echo", TOOLS) {
+    if let Some(why) = preflight(TOOLS) {
+        test_skips::skipped(why);
         return;
     }
     let nic_ns = Netns::new().unwrap();
@@ -181,7 +182,8 @@ fn echo_reflect_on_an_afpacket_port_answers_ping_and_udp_from_the_kernel() {
 
 #[test]
 fn echo_reflect_on_a_tap_port_answers_ping_and_udp_from_the_kernel() {
-    if !preflight("tap echo", TOOLS) {
+    if let Some(why) = preflight(TOOLS) {
+        test_skips::skipped(why);
         return;
     }
     let ns = Netns::new().unwrap();
@@ -203,7 +205,8 @@ fn echo_reflect_on_a_tap_port_answers_ping_and_udp_from_the_kernel() {
 
 #[test]
 fn a_capture_tcpreplay_sends_into_the_peer_end_is_counted_exactly_by_telemetry() {
-    if !preflight("tcpreplay telemetry", &["ip", "ethtool", "tcpreplay"]) {
+    if let Some(why) = preflight(&["ip", "ethtool", "tcpreplay"]) {
+        test_skips::skipped(why);
         return;
     }
     let nic_ns = Netns::new().unwrap();

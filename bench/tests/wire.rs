@@ -1,24 +1,15 @@
 //! `bench wire` on memif against DPDK's `dpdk-testpmd`: every setup runs,
 //! and what it prints holds together. Needs `dpdk-testpmd` and DPDK's memif
 //! driver (Debian: `dpdk-dev`, `librte-net-memif23`); without them the test
-//! says why and passes, except under `CI=true`, where they are installed.
+//! records why (test-skips) and passes, except under `CI=true`, where they
+//! are installed.
 
 use std::process::Command;
 
-fn have_testpmd() -> bool {
-    match memif::testpmd::missing_tool() {
-        None => true,
-        Some(why) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true and {why}"),
-        Some(why) => {
-            eprintln!("skipping: {why}");
-            false
-        }
-    }
-}
-
 #[test]
 fn wire_json_has_every_setup_with_rates_that_hold_together() {
-    if !have_testpmd() {
+    if let Some(why) = memif::testpmd::missing_tool() {
+        test_skips::missing(why);
         return;
     }
     // Each testpmd busy-polls a core of two: nothing else of ours runs.

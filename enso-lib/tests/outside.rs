@@ -1,7 +1,7 @@
 //! The README's way of depending on `enso` from outside this workspace:
 //! a crate made in a temporary directory, depending on `enso-lib` by path,
-//! built offline and run. Skipped (with the reason printed) if cargo cannot
-//! be run; with CI=true that fails instead.
+//! built offline and run. Skipped (with the reason recorded) if cargo
+//! cannot be run; with CI=true that fails instead.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -32,20 +32,13 @@ fn main() {
 }
 "#;
 
-fn skip(why: &str) {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-}
-
 #[test]
 fn a_crate_outside_the_workspace_depends_on_enso_by_path() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     match Command::new(&cargo).arg("--version").output() {
         Ok(o) if o.status.success() => {}
-        Ok(o) => return skip(&format!("{cargo} --version failed: {:?}", o.status)),
-        Err(e) => return skip(&format!("cannot run {cargo}: {e}")),
+        Ok(o) => return test_skips::missing(format!("{cargo} --version failed: {:?}", o.status)),
+        Err(e) => return test_skips::missing(format!("cannot run {cargo}: {e}")),
     }
     let lib = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();

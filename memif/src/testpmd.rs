@@ -2,8 +2,9 @@
 //! other crates): feature `test-support`.
 //!
 //! Needs `dpdk-testpmd` (Debian: package `dpdk-dev`) and the memif PMD
-//! (`librte-net-memif23`). Without them [`have_testpmd`] says why and
-//! returns false, unless `CI=true`, where it panics instead.
+//! (`librte-net-memif23`). [`missing_tool`] says which is missing, for the
+//! test to skip with (`test_skips::missing`, which records the skip, or
+//! fails under `CI=true`).
 //!
 //! testpmd runs with `--no-huge --no-pci -m 1024` on lcores 0 and 1, with
 //! `-a` (start forwarding at once); a newline on its stdin stops it, and it
@@ -25,6 +26,8 @@ fn has_file(dir: &std::path::Path, prefix: &str) -> bool {
     })
 }
 
+/// What is missing to run testpmd as a memif peer (testpmd itself or the
+/// memif PMD), with the package to install; `None` when nothing is.
 pub fn missing_tool() -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     if !std::env::split_paths(&path).any(|d| d.join("dpdk-testpmd").is_file()) {
@@ -53,18 +56,6 @@ pub fn missing_tool() -> Option<String> {
         return Some("DPDK's memif PMD (librte_net_memif.so) not found (Debian: apt-get install librte-net-memif23)".into());
     }
     None
-}
-
-/// False (after saying why) when testpmd is missing; a failure under CI.
-pub fn have_testpmd() -> bool {
-    match missing_tool() {
-        None => true,
-        Some(why) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true and {why}"),
-        Some(why) => {
-            eprintln!("skipping: {why}");
-            false
-        }
-    }
 }
 
 /// The counter `key` (e.g. `"RX-packets:"`) of the accumulated forward

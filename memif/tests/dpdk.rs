@@ -13,7 +13,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{config, frame, len_of, pump};
-use memif::testpmd::{have_testpmd, TestPmd, ONE_AT_A_TIME};
+use memif::testpmd::{missing_tool, TestPmd, ONE_AT_A_TIME};
 use memif::{Memif, Role, SocketName};
 
 fn wait_connected(ep: &mut Memif, pmd: &mut TestPmd) {
@@ -105,7 +105,8 @@ fn server_with_testpmd_client(tag: &str, fwd: &str) -> (tempfile::TempDir, Memif
 
 #[test]
 fn our_server_echoes_through_a_testpmd_client_on_a_filesystem_socket() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,7 +135,8 @@ fn our_server_echoes_through_a_testpmd_client_on_a_filesystem_socket() {
 
 #[test]
 fn our_client_echoes_through_a_testpmd_server_on_an_abstract_socket() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -170,7 +172,8 @@ fn our_client_echoes_through_a_testpmd_server_on_an_abstract_socket() {
 
 #[test]
 fn every_frame_a_testpmd_txonly_client_sends_is_counted_by_our_server() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -197,7 +200,8 @@ fn every_frame_a_testpmd_txonly_client_sends_is_counted_by_our_server() {
 
 #[test]
 fn our_server_echoes_through_a_zero_copy_testpmd_client() {
-    if !have_testpmd() {
+    if let Some(why) = missing_tool() {
+        test_skips::missing(why);
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -228,7 +228,7 @@ fn a_parent_anyone_may_write_to_without_the_sticky_bit_is_refused() {
 fn a_directory_of_another_user_is_refused() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to give a directory to another user");
+        test_skips::skipped("not root: needs root to give a directory to another user");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

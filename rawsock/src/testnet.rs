@@ -10,13 +10,15 @@
 //! inside it first (declare the [`Netns`] before them).
 //!
 //! [`preflight`] decides whether a test can run here: without root or with a
-//! tool missing it prints why and the test returns early and passes, except
-//! that a missing tool fails it when the environment variable `CI` is
-//! `true`.
+//! tool missing it returns why, for the test to record (the workspace's
+//! tests pass it to `test_skips::skipped`) before it returns early and
+//! passes, except that a missing tool fails the test when the environment
+//! variable `CI` is `true`.
 //!
 //! ```no_run
 //! use rawsock::testnet::{preflight, Netns, Veth};
-//! if !preflight("my test", &["ip", "ethtool"]) {
+//! if let Some(why) = preflight(&["ip", "ethtool"]) {
+//!     eprintln!("skipped: {why}"); // or record it: test_skips::skipped(why)
 //!     return;
 //! }
 //! let a = Netns::new().unwrap();
@@ -49,13 +51,15 @@ pub fn unique_name(prefix: &str, tag: char, suffix: &str) -> String {
     name
 }
 
-/// Whether a test needing root and `tools` can run. Prints why not.
+/// Why a test needing root and `tools` cannot run here; `None` when it can.
 ///
-/// Returns `false` (the test should return and pass) without root or with a
-/// tool missing; panics instead when a tool is missing and `CI=true`.
+/// Returns the reason (for the test to record, then return and pass)
+/// without root or with a tool missing; panics instead when a tool is
+/// missing and `CI=true`.
 /// A tool is a program name looked up in `PATH` (then `/usr/sbin`, `/sbin`),
 /// or an absolute path (such as `/dev/net/tun`) that must exist.
-pub fn preflight(test: &str, tools: &[&str]) -> bool {
+#[must_use = "the test should record the reason and return"]
+pub fn preflight(tools: &[&str]) -> Option<String> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let missing: Vec<&str> = tools
@@ -65,12 +69,9 @@ pub fn preflight(test: &str, tools: &[&str]) -> bool {
         .collect();
     let ci = std::env::var("CI").as_deref() == Ok("true");
     match decide(root, &missing, ci) {
-        Ok(()) => true,
-        Err(Skip::Pass(why)) => {
-            eprintln!("{test}: skipped, {why}");
-            false
-        }
-        Err(Skip::Fail(why)) => panic!("{test}: {why}"),
+        Ok(()) => None,
+        Err(Skip::Pass(why)) => Some(why),
+        Err(Skip::Fail(why)) => panic!("{why}"),
     }
 }
 

@@ -18,8 +18,9 @@ struct Net {
     b: Netns,
 }
 
-fn net(test: &str) -> Option<Net> {
-    if !preflight(test, &["ip", "ethtool"]) {
+fn net() -> Option<Net> {
+    if let Some(why) = preflight(&["ip", "ethtool"]) {
+        test_skips::skipped(why);
         return None;
     }
     let a = Netns::new().expect("namespace a");
@@ -58,7 +59,7 @@ fn sizes() -> Vec<usize> {
 
 #[test]
 fn received_frames_arrive_byte_exact() {
-    let Some(net) = net("received_frames_arrive_byte_exact") else {
+    let Some(net) = net() else {
         return;
     };
     let mut port = net.port(AfPacketConfig::new(net.veth.a()));
@@ -87,7 +88,7 @@ fn received_frames_arrive_byte_exact() {
 
 #[test]
 fn transmitted_frames_arrive_byte_exact() {
-    let Some(net) = net("transmitted_frames_arrive_byte_exact") else {
+    let Some(net) = net() else {
         return;
     };
     let mut port = net.port(AfPacketConfig::new(net.veth.a()));
@@ -126,7 +127,7 @@ fn transmitted_frames_arrive_byte_exact() {
 
 #[test]
 fn full_transmit_ring_leaves_the_rest_to_the_caller() {
-    let Some(net) = net("full_transmit_ring_leaves_the_rest_to_the_caller") else {
+    let Some(net) = net() else {
         return;
     };
     let cfg = AfPacketConfig {
@@ -162,7 +163,7 @@ fn full_transmit_ring_leaves_the_rest_to_the_caller() {
 
 #[test]
 fn vlan_tags_stripped_by_the_kernel_are_restored() {
-    let Some(net) = net("vlan_tags_stripped_by_the_kernel_are_restored") else {
+    let Some(net) = net() else {
         return;
     };
     // Room for the 1519-byte tagged frame below.
@@ -195,7 +196,7 @@ fn vlan_tags_stripped_by_the_kernel_are_restored() {
 
 #[test]
 fn jumbo_frames_are_counted_as_oversize() {
-    let Some(net) = net("jumbo_frames_are_counted_as_oversize") else {
+    let Some(net) = net() else {
         return;
     };
     net.set_mtu(9000);
@@ -219,7 +220,7 @@ fn jumbo_frames_are_counted_as_oversize() {
 
 #[test]
 fn kernel_drops_are_counted_when_the_ring_is_not_read() {
-    let Some(net) = net("kernel_drops_are_counted_when_the_ring_is_not_read") else {
+    let Some(net) = net() else {
         return;
     };
     let cfg = AfPacketConfig {
@@ -264,7 +265,7 @@ fn kernel_drops_are_counted_when_the_ring_is_not_read() {
 
 #[test]
 fn non_ethernet_interfaces_are_refused() {
-    let Some(net) = net("non_ethernet_interfaces_are_refused") else {
+    let Some(net) = net() else {
         return;
     };
     // The loopback of the test's own namespace.
@@ -290,7 +291,7 @@ fn non_ethernet_interfaces_are_refused() {
 
 #[test]
 fn low_rate_frames_wait_at_most_about_the_block_timeout() {
-    let Some(net) = net("low_rate_frames_wait_at_most_about_the_block_timeout") else {
+    let Some(net) = net() else {
         return;
     };
     let mut port = net.port(AfPacketConfig::new(net.veth.a()));
@@ -315,7 +316,7 @@ fn low_rate_frames_wait_at_most_about_the_block_timeout() {
 
 #[test]
 fn promiscuous_membership_ends_with_the_port() {
-    let Some(net) = net("promiscuous_membership_ends_with_the_port") else {
+    let Some(net) = net() else {
         return;
     };
     let promiscuity = || {
@@ -345,7 +346,7 @@ fn promiscuous_membership_ends_with_the_port() {
 
 #[test]
 fn unfinished_checksums_from_the_local_stack_are_counted() {
-    let Some(net) = net("unfinished_checksums_from_the_local_stack_are_counted") else {
+    let Some(net) = net() else {
         return;
     };
     let mut port = net.port(AfPacketConfig::new(net.veth.a()));
@@ -393,7 +394,7 @@ fn unfinished_checksums_from_the_local_stack_are_counted() {
 
 #[test]
 fn ring_to_ring_traffic_wraps_both_rings_in_order() {
-    let Some(net) = net("ring_to_ring_traffic_wraps_both_rings_in_order") else {
+    let Some(net) = net() else {
         return;
     };
     let mut rx = net.port(AfPacketConfig::new(net.veth.a()));

@@ -62,7 +62,8 @@ fn configure(ns: &Netns, name: &str) {
 
 #[test]
 fn tap_frames_flow_both_ways() {
-    if !preflight("tap_frames_flow_both_ways", &["ip", "/dev/net/tun"]) {
+    if let Some(why) = preflight(&["ip", "/dev/net/tun"]) {
+        test_skips::skipped(why);
         return;
     }
     let ns = Netns::new().unwrap();
@@ -144,10 +145,8 @@ fn tap_frames_flow_both_ways() {
 
 #[test]
 fn tap_keeps_working_after_moving_to_another_namespace() {
-    if !preflight(
-        "tap_keeps_working_after_moving_to_another_namespace",
-        &["ip", "/dev/net/tun"],
-    ) {
+    if let Some(why) = preflight(&["ip", "/dev/net/tun"]) {
+        test_skips::skipped(why);
         return;
     }
     let home = Netns::new().unwrap();
@@ -167,10 +166,8 @@ fn tap_keeps_working_after_moving_to_another_namespace() {
 
 #[test]
 fn tap_name_pattern_is_filled_in_by_the_kernel() {
-    if !preflight(
-        "tap_name_pattern_is_filled_in_by_the_kernel",
-        &["ip", "/dev/net/tun"],
-    ) {
+    if let Some(why) = preflight(&["ip", "/dev/net/tun"]) {
+        test_skips::skipped(why);
         return;
     }
     let ns = Netns::new().unwrap();

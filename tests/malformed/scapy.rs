@@ -8,19 +8,6 @@
 use std::path::Path;
 use std::process::Command;
 
-/// Writes scapy's captures into `dir`; `false` (after saying why) when
-/// python3 or scapy is missing and this is not CI.
-pub fn scapy_captures(dir: &Path) -> bool {
-    let Some(why) = scapy_missing(dir) else {
-        return true;
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true and {why}");
-    }
-    eprintln!("skipping: {why}");
-    false
-}
-
 /// Writes scapy's captures into `dir`; what is missing (python3 or scapy)
 /// when it cannot, for the caller to skip with (`test_skips::missing`).
 pub fn scapy_missing(dir: &Path) -> Option<String> {
