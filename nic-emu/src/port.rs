@@ -560,6 +560,16 @@ pub struct Port {
     pub counters: PortCounters,
 }
 
+/// A port whose backend could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("port {port}: {error}")]
+pub struct PortError {
+    /// The port.
+    pub port: usize,
+    /// Why its backend was refused.
+    pub error: crate::backend::BackendError,
+}
+
 impl Port {
     /// Port `me` of device `device`, wired as `cfg` (`all`: every port's
     /// wiring). A backend that cannot be opened (a missing file, an
@@ -569,7 +579,7 @@ impl Port {
         all: &[WireConfig],
         me: usize,
         device: &str,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PortError> {
         let fed = all.iter().enumerate().any(|(i, w)| match w {
             WireConfig::Loopback => i == me,
             WireConfig::Cable { peer, .. } => *peer == me,
@@ -582,7 +592,7 @@ impl Port {
             WireConfig::Generator(g) => Wire::Generator(Box::new(Generator::new(g.clone()))),
             other => Wire::Backend(
                 crate::backend::open(other, device, me)
-                    .map_err(|e| format!("port {me}: {e}"))?
+                    .map_err(|error| PortError { port: me, error })?
                     .expect("every wiring but the built-in ones has a backend"),
             ),
         };
@@ -831,7 +841,9 @@ mod tests {
     fn replay_refuses_bad_frames_and_timestamps() {
         use crate::config::ReplayFrames;
         assert!(ReplayFrames::new(vec![]).is_err());
-        let e = ReplayFrames::new(vec![vec![0u8; 60].into(), vec![0u8; 13].into()]).unwrap_err();
+        let e = ReplayFrames::new(vec![vec![0u8; 60].into(), vec![0u8; 13].into()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("replay frame 1: 13 bytes"), "{e}");
         assert!(ReplayFrames::new(vec![vec![0u8; MAX_FRAME + 1].into()]).is_err());
         let cfg = GeneratorConfig {

@@ -304,7 +304,7 @@ fn the_wiring_parser_takes_pcap_options_and_refuses_nonsense() {
         "pcap:rx=a,speed=1",
         "pcap:rx",
     ] {
-        let e = nic_emu::spec::parse_wire(bad).unwrap_err();
+        let e = nic_emu::spec::parse_wire(bad).unwrap_err().to_string();
         assert!(e.contains("pcap"), "{bad}: {e}");
     }
 }
