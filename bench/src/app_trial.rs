@@ -503,7 +503,7 @@ pub fn run_trial(
             ..Default::default()
         },
     )
-    .map_err(TrialError::Nic)?;
+    .map_err(|e| TrialError::Nic(e.to_string()))?;
     let nic = &nic;
     let result = std::thread::scope(|s| {
         std::thread::Builder::new()

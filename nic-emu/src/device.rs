@@ -20,14 +20,97 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::DeviceConfig;
 use crate::counters::Stats;
-use crate::engine::{AttachInfo, AttachRequest, Engine};
+use crate::engine::{AttachError, AttachInfo, AttachRequest, Engine, EngineError};
 
 pub use enso_abi::control::{
-    attach_remote, check_running, ControlRequest, ControlResponse, CONTROL_SOCKET, STATS_FILE,
+    attach_remote, check_running, ControlRequest, ControlResponse, LocalNicError, CONTROL_SOCKET,
+    STATS_FILE,
 };
 
+/// Why a running device did not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NicError {
+    /// The device was stopped before the request reached it.
+    #[error("device stopped")]
+    DeviceStopped,
+    /// The engine did not answer an attach in time (an attachment it makes
+    /// later is undone).
+    #[error("device did not answer within {0} ms")]
+    AttachTimeout(u128),
+    /// The engine refused the attach.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    /// The engine thread has stopped.
+    #[error("the NIC engine has stopped")]
+    EngineStopped,
+    /// The engine thread did not answer in time.
+    #[error("the NIC engine did not answer")]
+    NoAnswer,
+    /// The engine thread panicked.
+    #[error("the NIC engine thread failed")]
+    EngineFailed,
+    /// The counters could not be written as JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl From<NicError> for String {
+    fn from(e: NicError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a device did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The control socket's path is too long for a Unix socket.
+    #[error("{}: too long for a Unix socket path ({len} bytes; shorten the device name or its directory)", .path.display())]
+    SocketPath {
+        /// The socket's path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Binding the control socket failed.
+    #[error("{}: {source}", .path.display())]
+    Bind {
+        /// The socket's path.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// Setting up the control socket or starting a thread failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The engine was not made.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a device's counters snapshot could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {what}", .path.display())]
+pub struct StatsFileError {
+    /// The snapshot file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl From<StatsFileError> for String {
+    fn from(e: StatsFileError) -> Self {
+        e.to_string()
+    }
+}
+
 enum Cmd {
-    Attach(AttachRequest, Sender<Result<AttachInfo, String>>),
+    Attach(AttachRequest, Sender<Result<AttachInfo, AttachError>>),
     Detach(u32, Sender<bool>),
     Stats(Sender<Stats>),
     /// Runs a closure on the engine (tests, experiments).
@@ -217,25 +300,23 @@ impl std::fmt::Debug for NicControl {
 const CMD_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl NicControl {
-    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+    /// Attaches an application.
+    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, NicError> {
         self.attach_within(req, CMD_TIMEOUT)
     }
 
     /// Attaches, waiting at most `wait` for the engine. An attachment the
     /// engine makes after that is undone: nobody would know it was made.
-    fn attach_within(&self, req: AttachRequest, wait: Duration) -> Result<AttachInfo, String> {
+    fn attach_within(&self, req: AttachRequest, wait: Duration) -> Result<AttachInfo, NicError> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::Attach(req, tx))
-            .map_err(|_| "device stopped".to_string())?;
+            .map_err(|_| NicError::DeviceStopped)?;
         match rx.recv_timeout(wait) {
-            Ok(answer) => answer,
+            Ok(answer) => Ok(answer?),
             Err(_) => {
                 self.undo_late_attach(rx);
-                Err(format!(
-                    "device did not answer within {} ms",
-                    wait.as_millis()
-                ))
+                Err(NicError::AttachTimeout(wait.as_millis()))
             }
         }
     }
@@ -245,7 +326,7 @@ impl NicControl {
     /// sent, so this one runs after that attach's: the answer, if any, is
     /// in `rx` by then. Were the engine's queue still full after a whole
     /// command wait, a thread waits for the answer instead.
-    fn undo_late_attach(&self, rx: Receiver<Result<AttachInfo, String>>) {
+    fn undo_late_attach(&self, rx: Receiver<Result<AttachInfo, AttachError>>) {
         let cells = self.cells.clone();
         let undo = Cmd::With(Box::new(move |e: &mut Engine| {
             if let Ok(Ok(info)) = rx.try_recv() {
@@ -283,21 +364,18 @@ impl NicControl {
 /// Checks that `sock` is a path a Unix socket can be bound to (at most 107
 /// bytes on Linux), before anything is made: binding fails only after the
 /// device directory exists.
-fn check_socket_path(sock: &Path) -> Result<(), String> {
+fn check_socket_path(sock: &Path) -> Result<(), StartError> {
     std::os::unix::net::SocketAddr::from_pathname(sock)
         .map(drop)
-        .map_err(|_| {
-            format!(
-                "{}: too long for a Unix socket path ({} bytes; shorten the device name or its directory)",
-                sock.display(),
-                sock.as_os_str().len()
-            )
+        .map_err(|_| StartError::SocketPath {
+            path: sock.to_path_buf(),
+            len: sock.as_os_str().len(),
         })
 }
 
 impl Nic {
     /// Starts a device: creates its directory and runs its engine thread.
-    pub fn start(cfg: DeviceConfig, opts: RunOptions) -> Result<Self, String> {
+    pub fn start(cfg: DeviceConfig, opts: RunOptions) -> Result<Self, StartError> {
         let dir = cfg.device_dir();
         let sock = dir.join(CONTROL_SOCKET);
         if opts.listen {
@@ -315,14 +393,18 @@ impl Nic {
         let stop = Arc::new(AtomicBool::new(false));
         let cells = Arc::new(ControlCells::default());
         // A device that does not start leaves no directory behind.
-        let undo = |e: String| {
+        let undo = |e: StartError| {
             crate::devdir::remove(&dir);
             e
         };
         let listener = if opts.listen {
-            let l =
-                UnixListener::bind(&sock).map_err(|e| undo(format!("{}: {e}", sock.display())))?;
-            l.set_nonblocking(true).map_err(|e| undo(e.to_string()))?;
+            let l = UnixListener::bind(&sock).map_err(|source| {
+                undo(StartError::Bind {
+                    path: sock.clone(),
+                    source,
+                })
+            })?;
+            l.set_nonblocking(true).map_err(|e| undo(e.into()))?;
             let ctl = NicControl {
                 tx: tx.clone(),
                 stop: stop.clone(),
@@ -334,7 +416,7 @@ impl Nic {
                 std::thread::Builder::new()
                     .name(format!("{name}-control"))
                     .spawn(move || serve(l, ctl, stop2, limits))
-                    .map_err(|e| undo(e.to_string()))?,
+                    .map_err(|e| undo(e.into()))?,
             )
         } else {
             None
@@ -343,8 +425,7 @@ impl Nic {
         let stats_path = dir.join(STATS_FILE);
         let handle = std::thread::Builder::new()
             .name(format!("{name}-engine"))
-            .spawn(move || run_engine(engine, rx, stop2, opts, stats_path))
-            .map_err(|e| e.to_string())?;
+            .spawn(move || run_engine(engine, rx, stop2, opts, stats_path))?;
         Ok(Self {
             tx,
             stop,
@@ -369,7 +450,8 @@ impl Nic {
         self.control.snapshot()
     }
 
-    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
+    /// Attaches an application.
+    pub fn attach(&self, req: AttachRequest) -> Result<AttachInfo, NicError> {
         self.control().attach(req)
     }
 
@@ -386,13 +468,12 @@ impl Nic {
     }
 
     /// A snapshot of the counters, or why the engine could not give one.
-    pub fn try_stats(&self) -> Result<Stats, String> {
+    pub fn try_stats(&self) -> Result<Stats, NicError> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::Stats(tx))
-            .map_err(|_| "the NIC engine has stopped".to_string())?;
-        rx.recv_timeout(CMD_TIMEOUT)
-            .map_err(|_| "the NIC engine did not answer".to_string())
+            .map_err(|_| NicError::EngineStopped)?;
+        rx.recv_timeout(CMD_TIMEOUT).map_err(|_| NicError::NoAnswer)
     }
 
     /// Runs `f` on the engine thread and returns its result.
@@ -410,15 +491,14 @@ impl Nic {
     pub fn try_with_engine<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Engine) -> R + Send + 'static,
-    ) -> Result<R, String> {
+    ) -> Result<R, NicError> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::With(Box::new(move |e| {
                 let _ = tx.send(f(e));
             })))
-            .map_err(|_| "the NIC engine has stopped".to_string())?;
-        rx.recv_timeout(CMD_TIMEOUT)
-            .map_err(|_| "the NIC engine did not answer".to_string())
+            .map_err(|_| NicError::EngineStopped)?;
+        rx.recv_timeout(CMD_TIMEOUT).map_err(|_| NicError::NoAnswer)
     }
 
     pub fn dir(&self) -> &Path {
@@ -435,9 +515,8 @@ impl Nic {
 
     /// Stops the engine and returns its final counters, or an error if the
     /// engine thread panicked. The device directory is removed either way.
-    pub fn try_stop(mut self) -> Result<Stats, String> {
-        self.shutdown()
-            .ok_or_else(|| "the NIC engine thread failed".to_string())
+    pub fn try_stop(mut self) -> Result<Stats, NicError> {
+        self.shutdown().ok_or(NicError::EngineFailed)
     }
 
     fn shutdown(&mut self) -> Option<Stats> {
@@ -613,7 +692,7 @@ impl EngineLoop {
                 let e = &mut self.engine;
                 match cmd {
                     Cmd::Attach(req, reply) => {
-                        let _ = reply.send(e.attach(&req).map_err(|x| x.to_string()));
+                        let _ = reply.send(e.attach(&req));
                     }
                     Cmd::Detach(id, reply) => {
                         let _ = reply.send(e.detach(id));
@@ -914,7 +993,7 @@ fn client(s: &UnixStream, ctl: &NicControl, limits: &ControlLimits) {
                         attached.push(info.app_id);
                         ControlResponse::Attached(info)
                     }
-                    Err(e) => ControlResponse::Error(e),
+                    Err(e) => ControlResponse::Error(e.to_string()),
                 }
             }
             Err(e) => ControlResponse::Error(e),
@@ -934,9 +1013,12 @@ fn client(s: &UnixStream, ctl: &NicControl, limits: &ControlLimits) {
 
 /// Reads the stats snapshot of the device in `dir`. The snapshot outlives
 /// a device whose process was killed: see [`check_running`].
-pub fn read_stats(dir: &Path) -> Result<Stats, String> {
+pub fn read_stats(dir: &Path) -> Result<Stats, StatsFileError> {
     let p = dir.join(STATS_FILE);
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.display());
+    let err = |e: &dyn std::fmt::Display| StatsFileError {
+        path: p.clone(),
+        what: e.to_string(),
+    };
     // The NIC writes a regular file; anything else (a FIFO would block the
     // read forever) is refused, as is a file far larger than any snapshot.
     let meta = std::fs::metadata(&p).map_err(|e| err(&e))?;
@@ -967,18 +1049,19 @@ pub fn read_stats(dir: &Path) -> Result<Stats, String> {
 const MAX_STATS_FILE: u64 = 64 << 20;
 
 impl enso_abi::control::LocalNic for NicControl {
-    fn ring_sizes(&self) -> Result<(usize, u32), String> {
+    fn ring_sizes(&self) -> Result<(usize, u32), LocalNicError> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::With(Box::new(move |e| {
                 let _ = tx.send((e.config().pipe_size, e.config().notif_ring_entries));
             })))
-            .map_err(|_| "the NIC engine has stopped".to_string())?;
-        rx.recv_timeout(CMD_TIMEOUT)
-            .map_err(|_| "the NIC engine did not answer".to_string())
+            .map_err(|_| NicError::EngineStopped)?;
+        Ok(rx
+            .recv_timeout(CMD_TIMEOUT)
+            .map_err(|_| NicError::NoAnswer)?)
     }
-    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
-        NicControl::attach(self, req)
+    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, LocalNicError> {
+        Ok(NicControl::attach(self, req)?)
     }
     fn detach(&self, app_id: u32) -> bool {
         NicControl::detach(self, app_id)
@@ -989,24 +1072,24 @@ impl enso_abi::control::LocalNic for NicControl {
     fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
         Box::new(self.clone())
     }
-    fn stats_json(&self) -> Result<String, String> {
+    fn stats_json(&self) -> Result<String, LocalNicError> {
         let (tx, rx) = bounded(1);
         self.tx
             .send(Cmd::Stats(tx))
-            .map_err(|_| "the NIC engine has stopped".to_string())?;
+            .map_err(|_| NicError::EngineStopped)?;
         let stats = rx
             .recv_timeout(CMD_TIMEOUT)
-            .map_err(|_| "the NIC engine did not answer".to_string())?;
-        serde_json::to_string(&stats).map_err(|e| e.to_string())
+            .map_err(|_| NicError::NoAnswer)?;
+        Ok(serde_json::to_string(&stats).map_err(NicError::Json)?)
     }
 }
 
 impl enso_abi::control::LocalNic for Nic {
-    fn ring_sizes(&self) -> Result<(usize, u32), String> {
+    fn ring_sizes(&self) -> Result<(usize, u32), LocalNicError> {
         self.control().ring_sizes()
     }
-    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String> {
-        Nic::attach(self, req)
+    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, LocalNicError> {
+        Ok(Nic::attach(self, req)?)
     }
     fn detach(&self, app_id: u32) -> bool {
         Nic::detach(self, app_id)
@@ -1017,7 +1100,7 @@ impl enso_abi::control::LocalNic for Nic {
     fn handle(&self) -> Box<dyn enso_abi::control::LocalNic + Send> {
         Box::new(self.control())
     }
-    fn stats_json(&self) -> Result<String, String> {
+    fn stats_json(&self) -> Result<String, LocalNicError> {
         self.control().stats_json()
     }
 }

@@ -323,7 +323,9 @@ fn check_fresh(name: &str, devdir: &Path) -> Result<(), String> {
 /// [`STOP_TIMEOUT`].
 fn stop(nic: Nic) -> Result<Stats, String> {
     let dir = nic.dir().to_path_buf();
-    stop_within(&dir, STOP_TIMEOUT, move || nic.try_stop())
+    stop_within(&dir, STOP_TIMEOUT, move || {
+        nic.try_stop().map_err(String::from)
+    })
 }
 
 /// Runs `stop` on a thread of its own and waits at most `timeout` for it;

@@ -243,8 +243,11 @@ impl enso_abi::control::SteppedNic for Engine {
     fn ring_sizes(&self) -> (usize, u32) {
         (self.cfg.pipe_size, self.cfg.notif_ring_entries)
     }
-    fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, String> {
-        Engine::attach(self, req).map_err(|e| e.to_string())
+    fn attach(
+        &mut self,
+        req: &AttachRequest,
+    ) -> Result<AttachInfo, enso_abi::control::LocalNicError> {
+        Ok(Engine::attach(self, req)?)
     }
 }
 
