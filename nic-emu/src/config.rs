@@ -137,6 +137,7 @@ impl From<ConfigError> for String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeSpec {
+    /// Every frame of this many bytes.
     Fixed(usize),
     /// Chosen per frame, pseudo-randomly from the sequence number.
     Mix(Vec<usize>),
@@ -145,6 +146,7 @@ pub enum SizeSpec {
 }
 
 impl SizeSpec {
+    /// The size of frame number `seq`.
     #[inline]
     pub fn size_for(&self, seq: u64) -> usize {
         match self {
@@ -153,6 +155,7 @@ impl SizeSpec {
             SizeSpec::Range(lo, hi) => lo + (mix64(seq) % (hi - lo + 1) as u64) as usize,
         }
     }
+    /// Checks the sizes; the error names what is wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
         match self {
             SizeSpec::Fixed(_) => Ok(()),
@@ -227,9 +230,11 @@ pub enum VerifyLevel {
 /// tester"): sends test frames into the NIC and checks what the NIC sends back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorConfig {
+    /// Frame sizes.
     pub sizes: SizeSpec,
     /// Frame kinds, chosen per frame from the sequence number.
     pub kinds: Vec<FrameKind>,
+    /// Flows the frames are spread over.
     pub flows: u32,
     /// Frames per second; `None` sends as fast as the engine can.
     pub rate_pps: Option<f64>,
@@ -237,6 +242,7 @@ pub struct GeneratorConfig {
     pub count: Option<u64>,
     /// Most frames sent but not yet back; `None` for no limit.
     pub max_in_flight: Option<u64>,
+    /// How thoroughly frames that come back are checked.
     pub verify: VerifyLevel,
     /// What an echo server adds to the echo byte.
     pub echo_increment: u8,
@@ -358,7 +364,9 @@ pub enum WireConfig {
     /// A cable to another port of the same device (or to itself: a
     /// loopback), with a propagation delay.
     Cable {
+        /// The port at the other end.
         peer: usize,
+        /// One-way delay of the cable (ns).
         #[serde(default)]
         delay_ns: u64,
     },
@@ -377,6 +385,7 @@ pub enum WireConfig {
 /// Device settings.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceConfig {
+    /// The device's name (its directory is `enso-<name>`).
     pub name: String,
     /// Directory under which the device directory `<dir>/<name>` is made.
     pub dir: PathBuf,
@@ -384,7 +393,9 @@ pub struct DeviceConfig {
     pub pipe_size: usize,
     /// Entries per notification ring (power of two). Real NIC: 16384.
     pub notif_ring_entries: u32,
+    /// When the NIC writes RX notifications.
     pub notification_mode: NotificationMode,
+    /// Each port's wiring, in port order.
     pub ports: Vec<WireConfig>,
     /// Emulated one-way interconnect latency in ns (0: none).
     pub interconnect_latency_ns: u64,

@@ -278,6 +278,7 @@ impl NicControl {
         }
     }
 
+    /// Detaches application `app_id`; false if the engine did not answer.
     pub fn detach(&self, app_id: u32) -> bool {
         let (tx, rx) = bounded(1);
         if self.tx.send(Cmd::Detach(app_id, tx)).is_err() {
@@ -370,6 +371,7 @@ impl Nic {
         })
     }
 
+    /// A handle through which attach requests reach this device.
     pub fn control(&self) -> NicControl {
         NicControl {
             tx: self.tx.clone(),
@@ -388,6 +390,7 @@ impl Nic {
         self.control().attach(req)
     }
 
+    /// Detaches application `app_id`; false if the engine did not answer.
     pub fn detach(&self, app_id: u32) -> bool {
         self.control().detach(app_id)
     }
@@ -434,6 +437,7 @@ impl Nic {
         rx.recv_timeout(CMD_TIMEOUT).map_err(|_| NicError::NoAnswer)
     }
 
+    /// The device's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

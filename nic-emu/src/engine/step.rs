@@ -175,10 +175,12 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The device's settings.
     pub fn config(&self) -> &DeviceConfig {
         &self.cfg
     }
 
+    /// Sets the clock the engine reads (stepped tests use a manual one).
     pub fn set_clock(&mut self, clock: Clock) {
         self.core.clock = clock;
     }
