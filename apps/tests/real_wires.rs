@@ -138,6 +138,7 @@ fn device(name: &str, dir: &std::path::Path, port: &str) -> Result<Nic, String> 
             ..Default::default()
         },
     )
+    .map_err(|e| e.to_string())
 }
 
 fn configure_peer(ns: &Netns, iface: &str) {

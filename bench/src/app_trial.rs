@@ -344,7 +344,7 @@ pub const DEFAULT_GENERATOR_BURST: usize = 128;
 
 fn parse_generator_burst(s: &str) -> Result<usize, String> {
     let b: usize = s.parse().map_err(|e| format!("{s}: {e}"))?;
-    nic_emu::config::check_burst(b)
+    nic_emu::config::check_burst(b).map_err(|e| e.to_string())
 }
 
 impl LoadArgs {
@@ -503,7 +503,7 @@ pub fn run_trial(
             ..Default::default()
         },
     )
-    .map_err(TrialError::Nic)?;
+    .map_err(|e| TrialError::Nic(e.to_string()))?;
     let nic = &nic;
     let result = std::thread::scope(|s| {
         std::thread::Builder::new()
@@ -606,7 +606,7 @@ fn log_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> 
     {
         frames.push(buf[..n].into());
     }
-    nic_emu::ReplayFrames::new(frames).map_err(TrialError::Config)
+    nic_emu::ReplayFrames::new(frames).map_err(|e| TrialError::Config(e.to_string()))
 }
 
 /// The KV workload of a trial.
@@ -630,7 +630,7 @@ fn kv_frames(opts: &TrialOptions) -> Result<nic_emu::ReplayFrames, TrialError> {
         let n = client.next_frame(&mut buf).map_err(|e| cfg(&e))?;
         frames.push(buf[..n].into());
     }
-    nic_emu::ReplayFrames::new(frames).map_err(TrialError::Config)
+    nic_emu::ReplayFrames::new(frames).map_err(|e| TrialError::Config(e.to_string()))
 }
 
 /// The KV generator's in-flight window: `kv_window`, at most what the

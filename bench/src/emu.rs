@@ -183,7 +183,7 @@ impl RigConfig {
                 ));
             }
         }
-        self.device("check").validate()
+        self.device("check").validate().map_err(|e| e.to_string())
     }
 
     /// The generator wired to port 0.

@@ -285,7 +285,7 @@ impl SoakConfig {
                 self.flows
             ));
         }
-        self.device("check").validate()
+        self.device("check").validate().map_err(|e| e.to_string())
     }
 
     /// The generator of port `port`.

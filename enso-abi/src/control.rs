@@ -144,6 +144,10 @@ pub fn check_running(dir: &Path) -> std::io::Result<()> {
     UnixStream::connect(dir.join(CONTROL_SOCKET)).map(drop)
 }
 
+/// Why a device in this process refused a request: the device's own
+/// error, whose message is what a standalone device would answer.
+pub type LocalNicError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A device running in this process, attached to without a socket.
 ///
 /// The emulated NIC implements it (its running device and the handle to
@@ -151,9 +155,9 @@ pub fn check_running(dir: &Path) -> std::io::Result<()> {
 pub trait LocalNic {
     /// The device's pipe size (bytes) and notification ring entries, which
     /// an attach request is sized by.
-    fn ring_sizes(&self) -> Result<(usize, u32), String>;
+    fn ring_sizes(&self) -> Result<(usize, u32), LocalNicError>;
     /// Attaches an application.
-    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, String>;
+    fn attach(&self, req: AttachRequest) -> Result<AttachInfo, LocalNicError>;
     /// Detaches application `app_id`; false if the device did not answer.
     fn detach(&self, app_id: u32) -> bool;
     /// Whether the device still runs: false once it is being stopped.
@@ -164,7 +168,7 @@ pub trait LocalNic {
     /// The device's counters now, as the JSON a standalone device writes
     /// to [`STATS_FILE`] in its directory. A device that keeps none says
     /// why.
-    fn stats_json(&self) -> Result<String, String> {
+    fn stats_json(&self) -> Result<String, LocalNicError> {
         Err("this device gives no counters".into())
     }
 }
@@ -175,5 +179,5 @@ pub trait SteppedNic {
     /// The device's pipe size (bytes) and notification ring entries.
     fn ring_sizes(&self) -> (usize, u32);
     /// Attaches an application.
-    fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, String>;
+    fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, LocalNicError>;
 }

@@ -13,17 +13,39 @@ pub const MAX_SECONDS: f64 = 1e9;
 /// Checks the value `v` of the seconds flag `flag`: at most
 /// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
 /// infinities are refused.
-pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, String> {
+pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, SecondsError> {
     let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
     // Every comparison with NaN is false, so NaN fails here too.
     if !(low_ok && v <= MAX_SECONDS) {
-        let what = if zero_ok { "0 or more" } else { "above 0" };
-        // `{:?}` keeps huge values short (1e300, not 301 digits).
-        return Err(format!(
-            "{flag} must be {what} and at most {MAX_SECONDS:e} seconds, not {v:?}"
-        ));
+        return Err(SecondsError {
+            flag: flag.to_string(),
+            zero_ok,
+            value: v,
+        });
     }
     Ok(Duration::from_secs_f64(v))
+}
+
+/// A seconds flag's value out of range (see [`seconds`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+// `{:?}` keeps huge values short (1e300, not 301 digits).
+#[error(
+    "{flag} must be {} and at most {MAX_SECONDS:e} seconds, not {value:?}",
+    if *.zero_ok { "0 or more" } else { "above 0" }
+)]
+pub struct SecondsError {
+    /// The flag.
+    pub flag: String,
+    /// Whether zero was allowed.
+    pub zero_ok: bool,
+    /// The value given.
+    pub value: f64,
+}
+
+impl From<SecondsError> for String {
+    fn from(e: SecondsError) -> Self {
+        e.to_string()
+    }
 }
 
 /// A flag that SIGINT (Ctrl-C) and SIGTERM set, for a tool that ends its

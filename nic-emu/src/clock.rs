@@ -14,6 +14,7 @@ pub enum Clock {
 }
 
 impl Clock {
+    /// The time now, in ns.
     #[inline]
     pub fn now_ns(&self) -> u64 {
         match self {

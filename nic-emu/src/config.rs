@@ -9,10 +9,135 @@ use crate::testframe::FrameKind;
 
 pub use enso_abi::control::NotificationMode;
 
+/// Why a device's settings were refused; each message names the setting.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A size mix without sizes.
+    #[error("empty size mix")]
+    EmptySizeMix,
+    /// A size range whose low end is above its high end.
+    #[error("size range lo > hi")]
+    SizeRange,
+    /// A generator rate that is not a finite number above zero.
+    #[error("generator rate {0} pps: must be a finite number above 0")]
+    Rate(f64),
+    /// A generator burst outside `1..=`[`MAX_GENERATOR_BURST`].
+    #[error("generator burst {0}: must be in 1..={MAX_GENERATOR_BURST} frames per engine step")]
+    Burst(usize),
+    /// A delay above [`MAX_DELAY_NS`].
+    #[error("{what} must be in 0..={MAX_DELAY_NS} ns (at most 1 s), not {ns}")]
+    Delay {
+        /// Which delay.
+        what: String,
+        /// The value given.
+        ns: u64,
+    },
+    /// A replay without frames.
+    #[error("replay without frames")]
+    NoReplayFrames,
+    /// A replayed frame that is not a whole Ethernet frame.
+    #[error(
+        "replay frame {index}: {len} bytes, not in {}..={}",
+        crate::wire::MIN_FRAME,
+        crate::wire::MAX_FRAME
+    )]
+    ReplayFrameSize {
+        /// Its position among the frames.
+        index: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// A generator without frame kinds.
+    #[error("generator without frame kinds")]
+    NoFrameKinds,
+    /// A generator with zero flows.
+    #[error("generator flows 0: must be at least 1")]
+    NoFlows,
+    /// A generator that would send no frame.
+    #[error("generator count 0 sends nothing (leave it out for no limit)")]
+    CountZero,
+    /// A generator whose in-flight window lets no frame out.
+    #[error("generator in-flight window 0 sends nothing (leave it out for no limit)")]
+    InFlightZero,
+    /// Timestamps asked of replayed frames.
+    #[error("generator timestamps need its own test frames, not replayed ones")]
+    ReplayTimestamps,
+    /// A pipe size that is not a power of two of at least a page.
+    #[error("pipe size {0} must be a power of two of at least 4096")]
+    PipeSize(usize),
+    /// A pipe size above 1 GiB.
+    #[error("pipe size above 1 GiB")]
+    PipeTooLarge,
+    /// Notification ring entries that are not a power of two of at least 64.
+    #[error("notification ring entries must be a power of two >= 64")]
+    RingEntries,
+    /// Notification rings too large for the device's DMA limit.
+    #[error(
+        "notification rings of {entries} entries with one pipe need a DMA region of {need} bytes, above the device limit of {limit} bytes{hint}"
+    )]
+    RingsTooLarge {
+        /// Entries asked for.
+        entries: u32,
+        /// Bytes the smallest region needs.
+        need: usize,
+        /// The device's limit (bytes).
+        limit: usize,
+        /// The largest ring that fits, when one does (or nothing).
+        hint: String,
+    },
+    /// A device name that cannot name a device directory.
+    #[error("{0}")]
+    Name(String),
+    /// A port's own setting, refused.
+    #[error("port {port}: {error}")]
+    Port {
+        /// The port.
+        port: usize,
+        /// What is wrong with it.
+        error: Box<ConfigError>,
+    },
+    /// A cable to a port that does not exist.
+    #[error(
+        "port {port}: cable to port {peer}, which does not exist (ports are 0..={last}, one per --port)"
+    )]
+    NoPeer {
+        /// The port.
+        port: usize,
+        /// The port it is cabled to.
+        peer: usize,
+        /// The last port there is.
+        last: usize,
+    },
+    /// Evicting further ahead than half a pipe.
+    #[error("evicting {lines} lines ahead: at most half a pipe ({most} lines)")]
+    EvictAhead {
+        /// Lines asked for.
+        lines: u32,
+        /// The most allowed.
+        most: usize,
+    },
+    /// A descriptor batch of zero.
+    #[error("desc_fetch and desc_writeback must be at least 1")]
+    DescBatch,
+    /// More ports than the device has.
+    #[error("at most 16 ports")]
+    TooManyPorts,
+    /// No port.
+    #[error("a device needs at least one port")]
+    NoPorts,
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Frame sizes the built-in generator sends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeSpec {
+    /// Every frame of this many bytes.
     Fixed(usize),
     /// Chosen per frame, pseudo-randomly from the sequence number.
     Mix(Vec<usize>),
@@ -21,6 +146,7 @@ pub enum SizeSpec {
 }
 
 impl SizeSpec {
+    /// The size of frame number `seq`.
     #[inline]
     pub fn size_for(&self, seq: u64) -> usize {
         match self {
@@ -29,12 +155,13 @@ impl SizeSpec {
             SizeSpec::Range(lo, hi) => lo + (mix64(seq) % (hi - lo + 1) as u64) as usize,
         }
     }
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the sizes; the error names what is wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match self {
             SizeSpec::Fixed(_) => Ok(()),
-            SizeSpec::Mix(v) if v.is_empty() => Err("empty size mix".into()),
+            SizeSpec::Mix(v) if v.is_empty() => Err(ConfigError::EmptySizeMix),
             SizeSpec::Mix(_) => Ok(()),
-            SizeSpec::Range(lo, hi) if lo > hi => Err("size range lo > hi".into()),
+            SizeSpec::Range(lo, hi) if lo > hi => Err(ConfigError::SizeRange),
             SizeSpec::Range(..) => Ok(()),
         }
     }
@@ -42,13 +169,11 @@ impl SizeSpec {
 
 /// Checks a generator rate (frames per second): it must be a finite number
 /// above zero (pacing computes from it the frames due so far).
-pub fn check_rate_pps(pps: f64) -> Result<f64, String> {
+pub fn check_rate_pps(pps: f64) -> Result<f64, ConfigError> {
     if pps.is_finite() && pps > 0.0 {
         Ok(pps)
     } else {
-        Err(format!(
-            "generator rate {pps} pps: must be a finite number above 0"
-        ))
+        Err(ConfigError::Rate(pps))
     }
 }
 
@@ -70,24 +195,23 @@ pub const MAX_DELAY_NS: u64 = 1_000_000_000;
 
 /// Checks a generator burst (frames per engine step): in
 /// `1..=`[`MAX_GENERATOR_BURST`].
-pub fn check_burst(burst: usize) -> Result<usize, String> {
+pub fn check_burst(burst: usize) -> Result<usize, ConfigError> {
     if (1..=MAX_GENERATOR_BURST).contains(&burst) {
         Ok(burst)
     } else {
-        Err(format!(
-            "generator burst {burst}: must be in 1..={MAX_GENERATOR_BURST} frames per engine step"
-        ))
+        Err(ConfigError::Burst(burst))
     }
 }
 
 /// Checks a delay in ns (`what` names it): at most [`MAX_DELAY_NS`].
-pub fn check_delay_ns(what: &str, ns: u64) -> Result<u64, String> {
+pub fn check_delay_ns(what: &str, ns: u64) -> Result<u64, ConfigError> {
     if ns <= MAX_DELAY_NS {
         Ok(ns)
     } else {
-        Err(format!(
-            "{what} must be in 0..={MAX_DELAY_NS} ns (at most 1 s), not {ns}"
-        ))
+        Err(ConfigError::Delay {
+            what: what.to_string(),
+            ns,
+        })
     }
 }
 
@@ -106,9 +230,11 @@ pub enum VerifyLevel {
 /// tester"): sends test frames into the NIC and checks what the NIC sends back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorConfig {
+    /// Frame sizes.
     pub sizes: SizeSpec,
     /// Frame kinds, chosen per frame from the sequence number.
     pub kinds: Vec<FrameKind>,
+    /// Flows the frames are spread over.
     pub flows: u32,
     /// Frames per second; `None` sends as fast as the engine can.
     pub rate_pps: Option<f64>,
@@ -116,6 +242,7 @@ pub struct GeneratorConfig {
     pub count: Option<u64>,
     /// Most frames sent but not yet back; `None` for no limit.
     pub max_in_flight: Option<u64>,
+    /// How thoroughly frames that come back are checked.
     pub verify: VerifyLevel,
     /// What an echo server adds to the echo byte.
     pub echo_increment: u8,
@@ -149,21 +276,19 @@ pub struct ReplayFrames(std::sync::Arc<[Box<[u8]>]>);
 impl ReplayFrames {
     /// The frames, checked: at least one, each a whole Ethernet frame of
     /// [`crate::wire::MIN_FRAME`]..=[`crate::wire::MAX_FRAME`] bytes (without FCS).
-    pub fn new(frames: Vec<Box<[u8]>>) -> Result<Self, String> {
+    pub fn new(frames: Vec<Box<[u8]>>) -> Result<Self, ConfigError> {
         if frames.is_empty() {
-            return Err("replay without frames".into());
+            return Err(ConfigError::NoReplayFrames);
         }
         if let Some((i, f)) = frames
             .iter()
             .enumerate()
             .find(|(_, f)| !(crate::wire::MIN_FRAME..=crate::wire::MAX_FRAME).contains(&f.len()))
         {
-            return Err(format!(
-                "replay frame {i}: {} bytes, not in {}..={}",
-                f.len(),
-                crate::wire::MIN_FRAME,
-                crate::wire::MAX_FRAME
-            ));
+            return Err(ConfigError::ReplayFrameSize {
+                index: i,
+                len: f.len(),
+            });
         }
         Ok(Self(frames.into()))
     }
@@ -203,28 +328,26 @@ impl Default for GeneratorConfig {
 
 impl GeneratorConfig {
     /// Checks the settings; the error names the offending one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.sizes.validate()?;
         if self.kinds.is_empty() {
-            return Err("generator without frame kinds".into());
+            return Err(ConfigError::NoFrameKinds);
         }
         if self.flows == 0 {
-            return Err("generator flows 0: must be at least 1".into());
+            return Err(ConfigError::NoFlows);
         }
         check_burst(self.burst)?;
         if self.count == Some(0) {
-            return Err("generator count 0 sends nothing (leave it out for no limit)".into());
+            return Err(ConfigError::CountZero);
         }
         if self.max_in_flight == Some(0) {
-            return Err(
-                "generator in-flight window 0 sends nothing (leave it out for no limit)".into(),
-            );
+            return Err(ConfigError::InFlightZero);
         }
         if let Some(r) = self.rate_pps {
             check_rate_pps(r)?;
         }
         if self.replay.is_some() && self.timestamps {
-            return Err("generator timestamps need its own test frames, not replayed ones".into());
+            return Err(ConfigError::ReplayTimestamps);
         }
         Ok(())
     }
@@ -241,7 +364,9 @@ pub enum WireConfig {
     /// A cable to another port of the same device (or to itself: a
     /// loopback), with a propagation delay.
     Cable {
+        /// The port at the other end.
         peer: usize,
+        /// One-way delay of the cable (ns).
         #[serde(default)]
         delay_ns: u64,
     },
@@ -260,6 +385,7 @@ pub enum WireConfig {
 /// Device settings.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceConfig {
+    /// The device's name (its directory is `enso-<name>`).
     pub name: String,
     /// Directory under which the device directory `<dir>/<name>` is made.
     pub dir: PathBuf,
@@ -267,7 +393,9 @@ pub struct DeviceConfig {
     pub pipe_size: usize,
     /// Entries per notification ring (power of two). Real NIC: 16384.
     pub notif_ring_entries: u32,
+    /// When the NIC writes RX notifications.
     pub notification_mode: NotificationMode,
+    /// Each port's wiring, in port order.
     pub ports: Vec<WireConfig>,
     /// Emulated one-way interconnect latency in ns (0: none).
     pub interconnect_latency_ns: u64,
@@ -410,53 +538,54 @@ impl DeviceConfig {
         self.dir.join(format!("enso-{}", self.name))
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the settings; the error names the offending one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.pipe_size.is_power_of_two() || self.pipe_size < crate::layout::PAGE {
-            return Err(format!(
-                "pipe size {} must be a power of two of at least 4096",
-                self.pipe_size
-            ));
+            return Err(ConfigError::PipeSize(self.pipe_size));
         }
         if self.pipe_size > 1 << 30 {
-            return Err("pipe size above 1 GiB".into());
+            return Err(ConfigError::PipeTooLarge);
         }
         if !self.notif_ring_entries.is_power_of_two() || self.notif_ring_entries < 64 {
-            return Err("notification ring entries must be a power of two >= 64".into());
+            return Err(ConfigError::RingEntries);
         }
         self.check_rings_fit()?;
         check_delay_ns("interconnect latency", self.interconnect_latency_ns)?;
-        crate::devdir::check_name(&self.name)?;
+        crate::devdir::check_name(&self.name).map_err(ConfigError::Name)?;
         for (i, w) in self.ports.iter().enumerate() {
+            let in_port = |e| ConfigError::Port {
+                port: i,
+                error: Box::new(e),
+            };
             match w {
                 WireConfig::Cable { peer, .. } if *peer >= self.ports.len() => {
-                    return Err(format!(
-                        "port {i}: cable to port {peer}, which does not exist (ports are 0..={}, one per --port)",
-                        self.ports.len() - 1
-                    ))
+                    return Err(ConfigError::NoPeer {
+                        port: i,
+                        peer: *peer,
+                        last: self.ports.len() - 1,
+                    })
                 }
                 WireConfig::Cable { delay_ns, .. } => {
-                    check_delay_ns("cable delay", *delay_ns)
-                        .map_err(|e| format!("port {i}: {e}"))?;
+                    check_delay_ns("cable delay", *delay_ns).map_err(in_port)?;
                 }
-                WireConfig::Generator(g) => g.validate().map_err(|e| format!("port {i}: {e}"))?,
+                WireConfig::Generator(g) => g.validate().map_err(in_port)?,
                 _ => {}
             }
         }
         if self.tuning.evict_ahead_lines as usize > self.pipe_size / 64 / 2 {
-            return Err(format!(
-                "evicting {} lines ahead: at most half a pipe ({} lines)",
-                self.tuning.evict_ahead_lines,
-                self.pipe_size / 64 / 2
-            ));
+            return Err(ConfigError::EvictAhead {
+                lines: self.tuning.evict_ahead_lines,
+                most: self.pipe_size / 64 / 2,
+            });
         }
         if self.desc_fetch == 0 || self.desc_writeback == 0 {
-            return Err("desc_fetch and desc_writeback must be at least 1".into());
+            return Err(ConfigError::DescBatch);
         }
         if self.ports.len() > 16 {
-            return Err("at most 16 ports".into());
+            return Err(ConfigError::TooManyPorts);
         }
         if self.ports.is_empty() {
-            return Err("a device needs at least one port".into());
+            return Err(ConfigError::NoPorts);
         }
         Ok(())
     }
@@ -480,7 +609,7 @@ impl DeviceConfig {
 
     /// The notification rings (with one pipe) must fit in a DMA region the
     /// device accepts, or every attach fails.
-    fn check_rings_fit(&self) -> Result<(), String> {
+    fn check_rings_fit(&self) -> Result<(), ConfigError> {
         let need = self.min_region_bytes(self.notif_ring_entries);
         if need <= self.max_dma_bytes {
             return Ok(());
@@ -494,10 +623,12 @@ impl DeviceConfig {
         } else {
             String::new()
         };
-        Err(format!(
-            "notification rings of {} entries with one pipe need a DMA region of {need} bytes, above the device limit of {} bytes{hint}",
-            self.notif_ring_entries, self.max_dma_bytes
-        ))
+        Err(ConfigError::RingsTooLarge {
+            entries: self.notif_ring_entries,
+            need,
+            limit: self.max_dma_bytes,
+            hint,
+        })
     }
 }
 
@@ -517,7 +648,10 @@ mod tests {
             )
         };
         for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -1.0, 0.0, -0.0] {
-            let e = with_rate(bad).validate().expect_err("bad rate accepted");
+            let e = with_rate(bad)
+                .validate()
+                .expect_err("bad rate accepted")
+                .to_string();
             assert!(e.contains("port 0") && e.contains("pps"), "{e}");
         }
         for good in [1.0, 1e6, 1e30, f64::MIN_POSITIVE] {
@@ -546,7 +680,7 @@ mod tests {
             (|g| g.kinds.clear(), "frame kinds"),
         ];
         for (f, says) in cases {
-            let e = with_generator(f).validate().expect_err(says);
+            let e = with_generator(f).validate().expect_err(says).to_string();
             assert!(e.starts_with("port 0: ") && e.contains(says), "{e}");
         }
         let ok = with_generator(|g| {
@@ -567,12 +701,18 @@ mod tests {
         assert_eq!(cfg.validate(), Ok(()));
         for bad in [MAX_DELAY_NS + 1, u64::MAX] {
             cfg.interconnect_latency_ns = bad;
-            let e = cfg.validate().expect_err("huge latency accepted");
+            let e = cfg
+                .validate()
+                .expect_err("huge latency accepted")
+                .to_string();
             assert!(e.starts_with("interconnect latency"), "{e}");
         }
         let cable = |delay_ns| DeviceConfig::new("cable", WireConfig::Cable { peer: 0, delay_ns });
         assert_eq!(cable(MAX_DELAY_NS).validate(), Ok(()));
-        let e = cable(u64::MAX).validate().expect_err("huge delay accepted");
+        let e = cable(u64::MAX)
+            .validate()
+            .expect_err("huge delay accepted")
+            .to_string();
         assert_eq!(
             e,
             format!(
@@ -589,7 +729,8 @@ mod tests {
             },
         )
         .validate()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             e,
             "port 0: cable to port 3, which does not exist (ports are 0..=0, one per --port)"
@@ -603,7 +744,8 @@ mod tests {
         cfg.notif_ring_entries = 1 << 31;
         let e = cfg
             .validate()
-            .expect_err("rings above the DMA limit accepted");
+            .expect_err("rings above the DMA limit accepted")
+            .to_string();
         assert!(
             e.contains("notification rings of 2147483648 entries")
                 && e.contains("at most 268435456 entries"),
@@ -617,7 +759,10 @@ mod tests {
         // A device limit too small for even the smallest rings.
         cfg.notif_ring_entries = 64;
         cfg.max_dma_bytes = 4096;
-        let e = cfg.validate().expect_err("tiny DMA limit accepted");
+        let e = cfg
+            .validate()
+            .expect_err("tiny DMA limit accepted")
+            .to_string();
         assert!(!e.contains("at most"), "{e}");
         cfg.max_dma_bytes = 64 << 30;
         assert_eq!(cfg.validate(), Ok(()));
@@ -633,7 +778,10 @@ mod tests {
         }
         for bad in [33, u32::MAX] {
             cfg.tuning.evict_ahead_lines = bad;
-            let e = cfg.validate().expect_err("distance beyond half a pipe");
+            let e = cfg
+                .validate()
+                .expect_err("distance beyond half a pipe")
+                .to_string();
             assert!(e.contains("at most half a pipe (32 lines)"), "{e}");
         }
         // Configurations written before the setting existed get the default.

@@ -13,13 +13,18 @@ use serde::{Deserialize, Serialize};
 pub struct PortCounters {
     /// Frames that arrived from the wire.
     pub rx_frames: u64,
+    /// Bytes of those frames.
     pub rx_bytes: u64,
     /// Frames sent onto the wire.
     pub tx_frames: u64,
+    /// Bytes of those frames.
     pub tx_bytes: u64,
-    /// Drops of arriving frames, by cause.
+    /// Drops of arriving frames, by cause: no pipe, queue or fallback
+    /// matched.
     pub drop_no_match: u64,
+    /// Arriving frames whose headers could not be parsed.
     pub drop_malformed: u64,
+    /// Arriving frames longer than the largest frame a port carries.
     pub drop_oversize: u64,
     /// Frames sent to a `null` wire.
     pub tx_discarded: u64,
@@ -30,13 +35,17 @@ pub struct PortCounters {
 /// Per-pipe counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipeCounters {
+    /// Frames delivered into the pipe.
     pub rx_frames: u64,
+    /// Bytes of those frames.
     pub rx_bytes: u64,
     /// Frames dropped whole because they did not fit (CPU_PKT_BUF_FULL).
     pub drop_pipe_full: u64,
     /// Frames dropped because the notification ring was full (CPU_DSC_BUF_FULL).
     pub drop_notif_ring_full: u64,
+    /// Notifications written for the pipe.
     pub notifications: u64,
+    /// Head writes (new frames announced to software).
     pub head_writes: u64,
     /// Head writes that carried no new head (notification prefetches).
     pub head_rewrites: u64,
@@ -48,19 +57,24 @@ pub struct PipeCounters {
 /// Per-queue counters of the packetized interface.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueCounters {
+    /// Frames delivered to the queue.
     pub rx_frames: u64,
+    /// Bytes of those frames.
     pub rx_bytes: u64,
     /// Frames dropped because software had posted no RX descriptor.
     pub drop_no_descriptor: u64,
     /// Frames dropped because the RX descriptor pointed outside the region.
     pub drop_bad_descriptor: u64,
+    /// Frames sent from the queue.
     pub tx_frames: u64,
+    /// Bytes of those frames.
     pub tx_bytes: u64,
     /// TX descriptors refused (bad address, length or flags).
     pub tx_bad_descriptor: u64,
 }
 
 impl QueueCounters {
+    /// Adds `o` to these counters.
     pub fn add(&mut self, o: &QueueCounters) {
         self.rx_frames += o.rx_frames;
         self.rx_bytes += o.rx_bytes;
@@ -75,11 +89,17 @@ impl QueueCounters {
 /// Per-application counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppCounters {
+    /// Register writes taken from the posted-write queue.
     pub mmio_writes: u64,
+    /// RX notifications written.
     pub rx_notifications: u64,
+    /// TX notifications taken.
     pub tx_notifications: u64,
+    /// Frames sent.
     pub tx_frames: u64,
+    /// Bytes of those frames.
     pub tx_bytes: u64,
+    /// Configuration notifications taken.
     pub config_notifications: u64,
     /// Register writes outside the application's own queues, or to no
     /// register.
@@ -117,25 +137,38 @@ pub struct AppCounters {
 /// Round-trip times the built-in generator measured (ns).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencySummary {
+    /// Round trips measured.
     pub count: u64,
+    /// Shortest.
     pub min_ns: u64,
+    /// Median.
     pub p50_ns: u64,
+    /// 90th percentile.
     pub p90_ns: u64,
+    /// 99th percentile.
     pub p99_ns: u64,
+    /// 99.9th percentile.
     pub p999_ns: u64,
+    /// Longest.
     pub max_ns: u64,
+    /// Mean.
     pub mean_ns: u64,
 }
 
 /// Counters of a built-in generator port.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GeneratorCounters {
+    /// Frames sent.
     pub sent: u64,
+    /// Bytes of those frames.
     pub sent_bytes: u64,
     /// Frames that came back and verified.
     pub returned: u64,
+    /// Bytes of the frames that came back and verified.
     pub returned_bytes: u64,
+    /// Frames that came back with wrong bytes.
     pub corrupt: u64,
+    /// Frames that came back more than once.
     pub duplicate: u64,
     /// Frames that came back but were not this generator's test frames.
     pub foreign: u64,
@@ -151,18 +184,24 @@ pub struct GeneratorCounters {
 }
 
 impl GeneratorCounters {
+    /// Frames sent and not yet accounted for (back, corrupt, duplicate or dropped).
     pub fn in_flight(&self) -> u64 {
         self.sent
             .saturating_sub(self.returned + self.corrupt + self.duplicate + self.dropped_on_arrival)
     }
 }
 
+/// The counters of one port.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PortStats {
+    /// The port number.
     pub port: usize,
+    /// How it is wired.
     pub wire: String,
+    /// Its counters.
     pub counters: PortCounters,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its generator's counters, for a generator port.
     pub generator: Option<GeneratorCounters>,
     /// A backend wire's own counters (not drops), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -173,23 +212,34 @@ pub struct PortStats {
     pub wire_drops: BTreeMap<String, u64>,
 }
 
+/// The counters of one pipe.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PipeStats {
+    /// The pipe's number.
     pub pipe_id: u32,
+    /// Its counters.
     pub counters: PipeCounters,
 }
 
+/// The counters of one descriptor queue.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct QueueStats {
+    /// The queue's number.
     pub queue_id: u32,
+    /// Its counters.
     pub counters: QueueCounters,
 }
 
+/// The counters of one attached application.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AppStats {
+    /// The application's id.
     pub app_id: u32,
+    /// Its counters.
     pub counters: AppCounters,
+    /// Its pipes' counters.
     pub pipes: Vec<PipeStats>,
+    /// Its descriptor queues' counters.
     #[serde(default)]
     pub queues: Vec<QueueStats>,
 }
@@ -197,6 +247,7 @@ pub struct AppStats {
 /// Engine activity.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineCounters {
+    /// Engine steps taken.
     pub steps: u64,
     /// Steps that found work.
     pub busy_steps: u64,
@@ -227,6 +278,7 @@ pub struct EngineCounters {
     /// write, a command) rather than their time limit.
     #[serde(default)]
     pub parks: u64,
+    /// Parks a wake-up ended (see `parks`).
     #[serde(default)]
     pub park_wakeups: u64,
     /// Wake-ups the engine sent to applications waiting for their pipes.
@@ -283,9 +335,13 @@ impl PipeWriteMode {
 /// A snapshot of all counters.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Stats {
+    /// The device's name.
     pub device: String,
+    /// The engine's own activity.
     pub engine: EngineCounters,
+    /// Each port's counters.
     pub ports: Vec<PortStats>,
+    /// Each attached application's counters.
     pub apps: Vec<AppStats>,
     /// Counters of pipes whose application has gone, kept so totals add up.
     pub detached_pipes: PipeCounters,
@@ -294,9 +350,11 @@ pub struct Stats {
     /// Counters of descriptor queues whose application has gone.
     #[serde(default)]
     pub detached_queues: QueueCounters,
+    /// PCIe transactions, by direction and kind.
     pub pcie: pcie_model::PcieCounters,
     /// Installed flow rules and fallback pipes.
     pub flow_rules: usize,
+    /// Fallback pipes installed.
     pub fallback_pipes: usize,
 }
 
@@ -403,6 +461,7 @@ impl Stats {
 }
 
 impl AppCounters {
+    /// Adds `o` to these counters.
     pub fn add(&mut self, o: &AppCounters) {
         self.mmio_writes += o.mmio_writes;
         self.rx_notifications += o.rx_notifications;
@@ -424,6 +483,7 @@ impl AppCounters {
 }
 
 impl PipeCounters {
+    /// Adds `o` to these counters.
     pub fn add(&mut self, o: &PipeCounters) {
         self.rx_frames += o.rx_frames;
         self.rx_bytes += o.rx_bytes;

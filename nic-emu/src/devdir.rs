@@ -33,6 +33,67 @@ use std::path::{Path, PathBuf};
 
 pub use enso_abi::devname::{check_name, path, MAX_NAME};
 
+/// Why a device directory was not made; every message is one line naming
+/// the path.
+#[derive(Debug, thiserror::Error)]
+pub enum DevDirError {
+    /// The device name cannot name a directory ([`check_name`]).
+    #[error("{0}")]
+    Name(String),
+    /// The parent directory is missing or not a directory.
+    #[error("{}: not an existing directory (the device directory is made inside it)", .0.display())]
+    NoParent(PathBuf),
+    /// Others may write to the parent and it is not sticky.
+    #[error("{}: others may write to it and it is not sticky (mode {mode:o}): a device directory there could be swapped for another; use a directory only you can write to, or a sticky one like /dev/shm", .parent.display())]
+    UnsafeParent {
+        /// The parent directory.
+        parent: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The device runs already.
+    #[error("device '{name}' is already running ({})", .dir.display())]
+    Running {
+        /// The device's name.
+        name: String,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// The directory belongs to a process that still runs.
+    #[error("device '{name}' belongs to process {pid} that still runs ({}); stop it first", .dir.display())]
+    Owned {
+        /// The device's name.
+        name: String,
+        /// The process named by its marker.
+        pid: String,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// Something about the directory itself (what is there, or a system
+    /// call's error).
+    #[error("{}: {what}", .dir.display())]
+    Dir {
+        /// The device directory.
+        dir: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl From<DevDirError> for String {
+    fn from(e: DevDirError) -> Self {
+        e.to_string()
+    }
+}
+
+/// The error about `dir` that says `what`.
+fn dir_err(dir: &Path, what: &dyn std::fmt::Display) -> DevDirError {
+    DevDirError::Dir {
+        dir: dir.to_path_buf(),
+        what: what.to_string(),
+    }
+}
+
 /// The file that marks a directory as a device's: `<pid> <start time>`
 /// of the process that made it (start time as `/proc/<pid>/stat` gives it,
 /// so that a reused pid is not taken for the device).
@@ -134,27 +195,21 @@ fn marker_is_live(text: &str) -> bool {
 /// Makes the directory of device `name` under `parent`, reclaiming a dead
 /// device's directory there (see the module's documentation); returns its
 /// path. Every refusal is one line naming the path and what is wrong.
-pub fn create(parent: &Path, name: &str) -> Result<PathBuf, String> {
-    check_name(name)?;
+pub fn create(parent: &Path, name: &str) -> Result<PathBuf, DevDirError> {
+    check_name(name).map_err(DevDirError::Name)?;
     let dir = parent.join(entry_name(name));
-    let err = |what: &dyn std::fmt::Display| format!("{}: {what}", dir.display());
-    let not_dir = || {
-        format!(
-            "{}: not an existing directory (the device directory is made inside it)",
-            parent.display()
-        )
-    };
+    let err = |what: &dyn std::fmt::Display| dir_err(&dir, what);
+    let not_dir = || DevDirError::NoParent(parent.to_path_buf());
     let pfile = File::open(parent).map_err(|_| not_dir())?;
     let pmeta = pfile.metadata().map_err(|_| not_dir())?;
     if !pmeta.is_dir() {
         return Err(not_dir());
     }
     if pmeta.mode() & 0o022 != 0 && pmeta.mode() & libc::S_ISVTX == 0 {
-        return Err(format!(
-            "{}: others may write to it and it is not sticky (mode {:o}): a device directory there could be swapped for another; use a directory only you can write to, or a sticky one like /dev/shm",
-            parent.display(),
-            pmeta.mode() & 0o7777
-        ));
+        return Err(DevDirError::UnsafeParent {
+            parent: parent.to_path_buf(),
+            mode: pmeta.mode() & 0o7777,
+        });
     }
     let pfd = pfile.as_raw_fd();
     let cname = cstr(&entry_name(name));
@@ -183,8 +238,8 @@ pub fn create(parent: &Path, name: &str) -> Result<PathBuf, String> {
 
 /// Checks the directory just made (ours, a directory, mode 0700 once the
 /// umask is undone) and writes its marker.
-fn finish(pfd: i32, cname: &CStr, dir: &Path) -> Result<PathBuf, String> {
-    let err = |what: &dyn std::fmt::Display| format!("{}: {what}", dir.display());
+fn finish(pfd: i32, cname: &CStr, dir: &Path) -> Result<PathBuf, DevDirError> {
+    let err = |what: &dyn std::fmt::Display| dir_err(dir, what);
     let fd = open_dir_at(pfd, cname).map_err(|e| err(&e))?;
     let meta = File::from(fd.try_clone().map_err(|e| err(&e))?)
         .metadata()
@@ -224,8 +279,8 @@ fn finish(pfd: i32, cname: &CStr, dir: &Path) -> Result<PathBuf, String> {
 
 /// Removes the existing entry `cname` of `pfd` if it is a dead device's
 /// directory of ours; otherwise says why it stays.
-fn reclaim(pfd: i32, cname: &CStr, dir: &Path, name: &str) -> Result<(), String> {
-    let err = |what: &dyn std::fmt::Display| format!("{}: {what}", dir.display());
+fn reclaim(pfd: i32, cname: &CStr, dir: &Path, name: &str) -> Result<(), DevDirError> {
+    let err = |what: &dyn std::fmt::Display| dir_err(dir, what);
     let st = match stat_at(pfd, cname) {
         Ok(st) => st,
         // Gone since mkdirat said it exists: try again.
@@ -245,10 +300,10 @@ fn reclaim(pfd: i32, cname: &CStr, dir: &Path, name: &str) -> Result<(), String>
         )));
     }
     if crate::device::check_running(dir).is_ok() {
-        return Err(format!(
-            "device '{name}' is already running ({})",
-            dir.display()
-        ));
+        return Err(DevDirError::Running {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+        });
     }
     let fd = open_dir_at(pfd, cname).map_err(|e| err(&e))?;
     let mut entries = Vec::new();
@@ -287,11 +342,11 @@ fn reclaim(pfd: i32, cname: &CStr, dir: &Path, name: &str) -> Result<(), String>
     let mut text = String::new();
     io::Read::read_to_string(&mut io::Read::take(mf, 256), &mut text).map_err(|e| err(&e))?;
     if marker_is_live(&text) {
-        return Err(format!(
-            "device '{name}' belongs to process {} that still runs ({}); stop it first",
-            text.split_whitespace().next().unwrap_or("?"),
-            dir.display()
-        ));
+        return Err(DevDirError::Owned {
+            name: name.to_string(),
+            pid: text.split_whitespace().next().unwrap_or("?").to_string(),
+            dir: dir.to_path_buf(),
+        });
     }
     for n in &entries {
         let c = cstr(n);

@@ -71,6 +71,29 @@ mod step;
 mod tx;
 
 pub use crate::clock::Clock;
+
+/// Why an engine was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The settings were refused.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The device directory was not made.
+    #[error(transparent)]
+    DevDir(#[from] crate::devdir::DevDirError),
+    /// A port's backend could not be opened.
+    #[error(transparent)]
+    Port(#[from] crate::port::PortError),
+    /// The device's wake file was not made.
+    #[error("cannot make the device's wake file: {0}")]
+    WakeFile(std::io::Error),
+}
+
+impl From<EngineError> for String {
+    fn from(e: EngineError) -> Self {
+        e.to_string()
+    }
+}
 pub use attach::AttachError;
 pub use config_notif::MAX_RULES_PER_APP;
 pub use enso_abi::control::{AttachInfo, AttachRequest};

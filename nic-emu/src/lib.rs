@@ -18,6 +18,8 @@
 //! ([`backend`]: pcap files, TAP, AF_PACKET, memif), counters for every
 //! drop, and PCIe transaction accounting.
 
+#![deny(missing_docs)]
+
 pub use enso_abi::{layout, shm, wire};
 /// Pinning threads to cores (the engine's thread, when asked).
 pub use hostcpu::cores;
@@ -25,7 +27,7 @@ pub use hostcpu::cores;
 pub mod args;
 pub mod backend;
 pub mod cleanup;
-pub mod clock;
+mod clock;
 pub mod config;
 pub mod counters;
 pub mod devdir;

@@ -107,13 +107,13 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Checks `--duration-s`: a number of seconds above 0 (see
 /// [`nic_emu::args::seconds`]).
-fn check_duration_s(s: f64) -> Result<Duration, String> {
+fn check_duration_s(s: f64) -> Result<Duration, nic_emu::args::SecondsError> {
     nic_emu::args::seconds("--duration-s", s, false)
 }
 
 /// Checks `--progress-s`: 0 (no progress lines) or a number of seconds
 /// above 0.
-fn check_progress_s(s: f64) -> Result<Option<Duration>, String> {
+fn check_progress_s(s: f64) -> Result<Option<Duration>, nic_emu::args::SecondsError> {
     let d = nic_emu::args::seconds("--progress-s", s, true)?;
     Ok((!d.is_zero()).then_some(d))
 }
@@ -323,7 +323,9 @@ fn check_fresh(name: &str, devdir: &Path) -> Result<(), String> {
 /// [`STOP_TIMEOUT`].
 fn stop(nic: Nic) -> Result<Stats, String> {
     let dir = nic.dir().to_path_buf();
-    stop_within(&dir, STOP_TIMEOUT, move || nic.try_stop())
+    stop_within(&dir, STOP_TIMEOUT, move || {
+        nic.try_stop().map_err(String::from)
+    })
 }
 
 /// Runs `stop` on a thread of its own and waits at most `timeout` for it;
@@ -424,7 +426,9 @@ mod tests {
             Ok(Duration::from_secs(1_000_000_000))
         );
         for bad in [0.0, -0.0, -1.0, f64::NAN, f64::INFINITY, 1e30, 1e9 + 1.0] {
-            let e = check_duration_s(bad).expect_err("bad duration accepted");
+            let e = check_duration_s(bad)
+                .expect_err("bad duration accepted")
+                .to_string();
             assert!(e.starts_with("--duration-s"), "{e}");
         }
     }
@@ -463,7 +467,9 @@ mod tests {
         assert_eq!(check_progress_s(0.0), Ok(None));
         assert_eq!(check_progress_s(1.0), Ok(Some(Duration::from_secs(1))));
         for bad in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e30] {
-            let e = check_progress_s(bad).expect_err("bad progress accepted");
+            let e = check_progress_s(bad)
+                .expect_err("bad progress accepted")
+                .to_string();
             assert!(e.starts_with("--progress-s"), "{e}");
         }
     }

@@ -22,6 +22,7 @@ pub struct FrameFifo {
 }
 
 impl FrameFifo {
+    /// A FIFO holding at most `frames` frames.
     pub fn new(frames: usize) -> Self {
         Self {
             slots: vec![0u8; frames * MAX_FRAME].into_boxed_slice(),
@@ -31,9 +32,11 @@ impl FrameFifo {
             len: 0,
         }
     }
+    /// Frames it holds.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -76,6 +79,7 @@ impl FrameFifo {
         let i = self.head;
         Some(&self.slots[i * MAX_FRAME..i * MAX_FRAME + self.lens[i] as usize])
     }
+    /// Removes the oldest frame.
     pub fn pop(&mut self) {
         if self.len > 0 {
             self.head = (self.head + 1) % self.lens.len();
@@ -90,6 +94,7 @@ pub struct Generator {
     cfg: GeneratorConfig,
     frames: TestFrames,
     next_seq: u64,
+    /// What it sent and received.
     pub counters: GeneratorCounters,
     /// One bit per sequence number, when the count is bounded.
     seen: Vec<u64>,
@@ -104,6 +109,7 @@ pub struct Generator {
     /// Flow of the next frame (round robin, kept as a counter: no division
     /// per frame).
     next_flow: u32,
+    /// Whether sending is paused.
     pub paused: bool,
     /// Frames sent before the rate clock last (re)started.
     paced_base: u64,
@@ -168,6 +174,7 @@ impl Template {
 /// whose method is always inlined into the generator's loops, which a
 /// closure's body is not).
 pub trait FrameSink {
+    /// Hands one frame over (`pre`: what the generator already knows about it).
     fn frame(&mut self, frame: &[u8], pre: Option<Precomputed<'_>>);
 }
 
@@ -183,6 +190,7 @@ impl<F: FnMut(&[u8], Option<Precomputed<'_>>)> FrameSink for F {
 pub type Precomputed<'a> = (&'a Classified, &'a mut SteerMemo);
 
 impl Generator {
+    /// A generator with `cfg`.
     pub fn new(cfg: GeneratorConfig) -> Self {
         let frames = TestFrames::new(cfg.flows, cfg.stream);
         let seen = match cfg.count {
@@ -229,6 +237,7 @@ impl Generator {
         }
     }
 
+    /// Its settings.
     pub fn config(&self) -> &GeneratorConfig {
         &self.cfg
     }
@@ -542,10 +551,13 @@ fn patch_seq(frame: &mut [u8], kind: FrameKind, seq: u64) {
 /// What is at the other end of a port's wire.
 #[derive(Debug)]
 pub enum Wire {
+    /// Frames sent are discarded; nothing arrives.
     Null,
+    /// Frames sent come back in on the same port.
     Loopback,
     /// Peer port and propagation delay (ns).
     Cable(usize, u64),
+    /// The built-in traffic generator and sink.
     Generator(Box<Generator>),
     /// Anything else: a backend of [`crate::backend`].
     Backend(Box<dyn crate::backend::Backend>),
@@ -554,10 +566,22 @@ pub enum Wire {
 /// A port of the device.
 #[derive(Debug)]
 pub struct Port {
+    /// How the port is wired.
     pub wire: Wire,
     /// Frames on their way into this port (from a loopback or cable).
     pub inbound: Option<FrameFifo>,
+    /// Its counters.
     pub counters: PortCounters,
+}
+
+/// A port whose backend could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("port {port}: {error}")]
+pub struct PortError {
+    /// The port.
+    pub port: usize,
+    /// Why its backend was refused.
+    pub error: crate::backend::BackendError,
 }
 
 impl Port {
@@ -569,7 +593,7 @@ impl Port {
         all: &[WireConfig],
         me: usize,
         device: &str,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PortError> {
         let fed = all.iter().enumerate().any(|(i, w)| match w {
             WireConfig::Loopback => i == me,
             WireConfig::Cable { peer, .. } => *peer == me,
@@ -582,7 +606,7 @@ impl Port {
             WireConfig::Generator(g) => Wire::Generator(Box::new(Generator::new(g.clone()))),
             other => Wire::Backend(
                 crate::backend::open(other, device, me)
-                    .map_err(|e| format!("port {me}: {e}"))?
+                    .map_err(|error| PortError { port: me, error })?
                     .expect("every wiring but the built-in ones has a backend"),
             ),
         };
@@ -593,6 +617,7 @@ impl Port {
         })
     }
 
+    /// The wiring, as its text form.
     pub fn describe(&self) -> String {
         match &self.wire {
             Wire::Null => "null".into(),
@@ -604,6 +629,7 @@ impl Port {
         }
     }
 
+    /// The generator, when the port is wired to one.
     pub fn generator(&self) -> Option<&Generator> {
         match &self.wire {
             Wire::Generator(g) => Some(g),
@@ -831,7 +857,9 @@ mod tests {
     fn replay_refuses_bad_frames_and_timestamps() {
         use crate::config::ReplayFrames;
         assert!(ReplayFrames::new(vec![]).is_err());
-        let e = ReplayFrames::new(vec![vec![0u8; 60].into(), vec![0u8; 13].into()]).unwrap_err();
+        let e = ReplayFrames::new(vec![vec![0u8; 60].into(), vec![0u8; 13].into()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("replay frame 1: 13 bytes"), "{e}");
         assert!(ReplayFrames::new(vec![vec![0u8; MAX_FRAME + 1].into()]).is_err());
         let cfg = GeneratorConfig {

@@ -8,33 +8,60 @@
 //!   `64/128/1518`), `kinds` (`ipv4/ipv6/raw`), `flows`, `pps`, `count`,
 //!   `inflight`, `burst`, `verify` (`full`/`seq`), `echo` (increment).
 
+use crate::backend::BackendError;
+use crate::config::ConfigError;
 use crate::config::{
     check_burst, check_delay_ns, check_rate_pps, GeneratorConfig, SizeSpec, VerifyLevel,
     WireConfig, MAX_DELAY_NS,
 };
 use crate::testframe::FrameKind;
 
-fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("generator option {k}: '{v}' is not a valid number"))
+/// Why a text form was refused; each message is one line naming the
+/// option and the value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// Text that does not parse (an unknown word, a bad number, a
+    /// repeated or empty option).
+    #[error("{0}")]
+    Invalid(String),
+    /// Settings that parse but that the device refuses.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Wiring options of a backend (pcap, memif) that it refuses.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+impl From<SpecError> for String {
+    fn from(e: SpecError) -> Self {
+        e.to_string()
+    }
+}
+
+fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, SpecError> {
+    v.parse().map_err(|_| {
+        SpecError::Invalid(format!("generator option {k}: '{v}' is not a valid number"))
+    })
 }
 
 /// Parses a frame-size spec: `64`, `64-1518` or `64/128/1518`.
-pub fn parse_sizes(v: &str) -> Result<SizeSpec, String> {
+pub fn parse_sizes(v: &str) -> Result<SizeSpec, SpecError> {
     let check = |n: usize| {
         if (60..=crate::wire::MAX_FRAME).contains(&n) {
             Ok(n)
         } else {
-            Err(format!(
+            Err(SpecError::Invalid(format!(
                 "frame size {n} outside 60..={}",
                 crate::wire::MAX_FRAME
-            ))
+            )))
         }
     };
     if let Some((a, b)) = v.split_once('-') {
         let (a, b) = (check(num("size", a)?)?, check(num("size", b)?)?);
         if a > b {
-            return Err(format!("size range {v}: low end above high end"));
+            return Err(SpecError::Invalid(format!(
+                "size range {v}: low end above high end"
+            )));
         }
         Ok(SizeSpec::Range(a, b))
     } else if v.contains('/') {
@@ -50,7 +77,7 @@ pub fn parse_sizes(v: &str) -> Result<SizeSpec, String> {
 
 /// Checks a Linux interface name given to `kind`: 1 to 15 bytes, no `/`,
 /// white space or `:`, not `.` or `..`.
-fn check_ifname(kind: &str, name: &str) -> Result<String, String> {
+fn check_ifname(kind: &str, name: &str) -> Result<String, SpecError> {
     let ok = !name.is_empty()
         && name.len() <= 15
         && name != "."
@@ -61,14 +88,14 @@ fn check_ifname(kind: &str, name: &str) -> Result<String, String> {
     if ok {
         Ok(name.to_string())
     } else {
-        Err(format!(
+        Err(SpecError::Invalid(format!(
             "{kind}: bad interface name '{name}' (1 to 15 printable bytes, no '/' or ':')"
-        ))
+        )))
     }
 }
 
 /// Parses one port's wiring.
-pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
+pub fn parse_wire(s: &str) -> Result<WireConfig, SpecError> {
     let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
     match kind {
         "null" if rest.is_empty() => Ok(WireConfig::Null),
@@ -77,19 +104,19 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
             let (peer, opt) = rest.split_once(':').unwrap_or((rest, ""));
             let peer = peer
                 .parse()
-                .map_err(|_| format!("cable needs a port number, got '{peer}'"))?;
+                .map_err(|_| SpecError::Invalid(format!("cable needs a port number, got '{peer}'")))?;
             let delay_ns = match opt.split_once('=') {
                 None if opt.is_empty() => 0,
                 Some(("delay", v)) => {
                     let ns = v.parse().map_err(|_| {
-                        format!(
+                        SpecError::Invalid(format!(
                             "cable delay must be a whole number of ns in 0..={MAX_DELAY_NS} \
                              (at most 1 s), not '{v}'"
-                        )
+                        ))
                     })?;
                     check_delay_ns("cable delay", ns)?
                 }
-                _ => return Err(format!("unknown cable option '{opt}' (delay=NS)")),
+                _ => return Err(SpecError::Invalid(format!("unknown cable option '{opt}' (delay=NS)"))),
             };
             Ok(WireConfig::Cable { peer, delay_ns })
         }
@@ -99,16 +126,16 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
             // `generator` and `generator:` alone take every default.
             for kv in rest.split(',').filter(|_| !rest.is_empty()) {
                 if kv.is_empty() {
-                    return Err(format!(
+                    return Err(SpecError::Invalid(format!(
                         "generator options '{rest}': an empty option (two commas, or one at an end)"
-                    ));
+                    )));
                 }
                 let (k, v) = kv
                     .split_once('=')
-                    .ok_or_else(|| format!("generator option '{kv}' is not key=value"))?;
+                    .ok_or_else(|| SpecError::Invalid(format!("generator option '{kv}' is not key=value")))?;
                 // A later value would silently replace the earlier one.
                 if seen.contains(&k) {
-                    return Err(format!("generator option {k} is given twice; give it once"));
+                    return Err(SpecError::Invalid(format!("generator option {k} is given twice; give it once")));
                 }
                 seen.push(k);
                 match k {
@@ -120,7 +147,7 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                                 "ipv4" => Ok(FrameKind::Ipv4Udp),
                                 "ipv6" => Ok(FrameKind::Ipv6Udp),
                                 "raw" => Ok(FrameKind::Raw),
-                                o => Err(format!("unknown frame kind '{o}' (ipv4, ipv6, raw)")),
+                                o => Err(SpecError::Invalid(format!("unknown frame kind '{o}' (ipv4, ipv6, raw)"))),
                             })
                             .collect::<Result<_, _>>()?
                     }
@@ -134,10 +161,10 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
                         g.verify = match v {
                             "full" => VerifyLevel::Full,
                             "seq" | "sequence" => VerifyLevel::Sequence,
-                            o => return Err(format!("unknown verify level '{o}' (full, seq)")),
+                            o => return Err(SpecError::Invalid(format!("unknown verify level '{o}' (full, seq)"))),
                         }
                     }
-                    o => return Err(format!("unknown generator option '{o}'")),
+                    o => return Err(SpecError::Invalid(format!("unknown generator option '{o}'"))),
                 }
             }
             // Zero flows, count or in-flight window are refused here, not
@@ -155,9 +182,9 @@ pub fn parse_wire(s: &str) -> Result<WireConfig, String> {
             Ok(WireConfig::AfPacket(crate::backend::afpacket::AfPacketWire { iface }))
         }
         "memif" => Ok(WireConfig::Memif(crate::backend::memif::MemifWire::parse(rest)?)),
-        _ => Err(format!(
+        _ => Err(SpecError::Invalid(format!(
             "unknown port wiring '{s}' (null, loopback, cable:N, generator[:opts], pcap:rx=FILE[,tx=FILE], tap:NAME, afpacket:IFACE, memif:socket=PATH)"
-        )),
+        ))),
     }
 }
 
@@ -220,7 +247,7 @@ mod tests {
             ("generator:count=0", "count 0"),
             ("generator:inflight=0", "in-flight window 0"),
         ] {
-            let e = parse_wire(bad).expect_err(bad);
+            let e = parse_wire(bad).expect_err(bad).to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
         let WireConfig::Generator(g) =
@@ -256,7 +283,7 @@ mod tests {
                 "generator options ',': an empty option (two commas, or one at an end)",
             ),
         ] {
-            assert_eq!(parse_wire(bad).unwrap_err(), says, "{bad}");
+            assert_eq!(parse_wire(bad).unwrap_err().to_string(), says, "{bad}");
         }
         for ok in ["generator", "gen:", "generator:size=64,flows=2"] {
             assert!(parse_wire(ok).is_ok(), "{ok}");
@@ -267,7 +294,9 @@ mod tests {
     fn cable_delays_are_cable_options_and_bounded() {
         for v in ["-1", "1e9", "x", "18446744073709551616", ""] {
             assert_eq!(
-                parse_wire(&format!("cable:1:delay={v}")).unwrap_err(),
+                parse_wire(&format!("cable:1:delay={v}"))
+                    .unwrap_err()
+                    .to_string(),
                 format!(
                     "cable delay must be a whole number of ns in 0..=1000000000 (at most 1 s), \
                      not '{v}'"
@@ -275,7 +304,9 @@ mod tests {
             );
         }
         assert_eq!(
-            parse_wire("cable:1:delay=1000000001").unwrap_err(),
+            parse_wire("cable:1:delay=1000000001")
+                .unwrap_err()
+                .to_string(),
             "cable delay must be in 0..=1000000000 ns (at most 1 s), not 1000000001"
         );
         assert_eq!(

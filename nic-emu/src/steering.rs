@@ -25,6 +25,7 @@ pub const MAX_PROBE: usize = 32;
 /// Why a rule could not be installed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BindError {
+    /// No free slot within the flow's probe window.
     #[error("flow table full (no free slot within the flow's probe window)")]
     Full,
 }
@@ -116,10 +117,12 @@ fn slot_hash(key: &FiveTuple, port: u16) -> usize {
 impl FlowTable {
     const MASK: usize = FLOW_TABLE_SIZE - 1;
 
+    /// Rules installed.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether none is installed.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -275,31 +278,38 @@ impl Fallback {
     pub fn version(&self) -> u64 {
         self.version
     }
+    /// Adds `pipe`.
     pub fn add(&mut self, pipe: u32) {
         self.version += 1;
         if !self.pipes.contains(&pipe) {
             self.pipes.push(pipe);
         }
     }
+    /// Removes `pipe`.
     pub fn remove(&mut self, pipe: u32) {
         self.version += 1;
         self.pipes.retain(|&p| p != pipe);
     }
+    /// Keeps only the pipes for which `keep` holds.
     pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
         self.version += 1;
         self.pipes.retain(|&p| keep(p));
     }
+    /// Spreads frames round robin (`true`) or by flow hash (`false`).
     pub fn set_round_robin(&mut self, rr: bool) {
         self.version += 1;
         self.round_robin = rr;
     }
+    /// Pipes it holds.
     pub fn len(&self) -> usize {
         self.pipes.len()
     }
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.pipes.is_empty()
     }
 
+    /// The pipe for a frame whose flow hash is `hash`; `None` if there is none.
     #[inline]
     pub fn choose(&mut self, hash: u32) -> Option<u32> {
         let n = self.pipes.len();

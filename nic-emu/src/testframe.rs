@@ -27,7 +27,9 @@ pub const RAW_ETHERTYPE: u16 = 0x88B6;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameKind {
+    /// UDP over IPv4.
     Ipv4Udp,
+    /// UDP over IPv6.
     Ipv6Udp,
     /// A non-IP frame whose length no header states.
     Raw,
@@ -60,10 +62,13 @@ impl FrameKind {
 /// Why a received frame is not the test frame it claims to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyError {
+    /// Not one of the generator's test frames.
     #[error("not a test frame")]
     Foreign,
+    /// A flow number the generator does not use.
     #[error("flow {0} out of range")]
     BadFlow(u32),
+    /// Bytes that differ from what was sent.
     #[error("bytes differ from the frame that was sent (first at offset {0})")]
     Corrupt(usize),
 }
@@ -71,8 +76,11 @@ pub enum VerifyError {
 /// A verified test frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verified {
+    /// Its sequence number.
     pub seq: u64,
+    /// Its flow.
     pub flow: u32,
+    /// Its kind.
     pub kind: FrameKind,
 }
 
@@ -92,6 +100,7 @@ impl TestFrames {
         }
     }
 
+    /// Flows the frames are spread over.
     pub fn flows(&self) -> u32 {
         self.flows
     }

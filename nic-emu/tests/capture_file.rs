@@ -16,7 +16,7 @@ fn start(dir: &Path, tx: &Path) -> Result<Nic, String> {
     cfg.dir = dir.to_path_buf();
     cfg.pipe_size = 64 << 10;
     cfg.notif_ring_entries = 256;
-    Nic::start(cfg, RunOptions::default())
+    Ok(Nic::start(cfg, RunOptions::default())?)
 }
 
 /// The process's umask, read without changing it.

@@ -26,6 +26,7 @@ fn start(parent: &Path, name: &str) -> Result<Nic, String> {
             ..Default::default()
         },
     )
+    .map_err(|e| e.to_string())
 }
 
 /// A directory with a file in it, mode 0755: what an attacker points a

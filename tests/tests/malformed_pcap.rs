@@ -30,7 +30,7 @@ fn start(wire: PcapWire) -> Result<Nic, String> {
     );
     cfg.pipe_size = 4 << 20;
     cfg.notif_ring_entries = 1024;
-    Nic::start(cfg, RunOptions::default())
+    Nic::start(cfg, RunOptions::default()).map_err(|e| e.to_string())
 }
 
 /// Echoes every frame back unchanged until the port has replayed its file

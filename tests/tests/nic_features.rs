@@ -724,6 +724,7 @@ fn a_device_that_cannot_listen_leaves_no_directory() {
     let Err(e) = started else {
         panic!("started, though the socket cannot be bound");
     };
+    let e = e.to_string();
     assert!(e.contains("control"), "{e}");
     assert!(!dev_dir.exists(), "{} left behind", dev_dir.display());
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);

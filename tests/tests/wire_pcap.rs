@@ -64,7 +64,7 @@ fn start(name: &str, wire: PcapWire) -> Result<Nic, String> {
     // of room. 4 MiB holds every frame the tests replay, even unread.
     cfg.pipe_size = 4 << 20;
     cfg.notif_ring_entries = 1024;
-    Nic::start(cfg, RunOptions::default())
+    Nic::start(cfg, RunOptions::default()).map_err(|e| e.to_string())
 }
 
 /// Echoes every frame back unchanged until `want` have been echoed (or
@@ -304,7 +304,7 @@ fn the_wiring_parser_takes_pcap_options_and_refuses_nonsense() {
         "pcap:rx=a,speed=1",
         "pcap:rx",
     ] {
-        let e = nic_emu::spec::parse_wire(bad).unwrap_err();
+        let e = nic_emu::spec::parse_wire(bad).unwrap_err().to_string();
         assert!(e.contains("pcap"), "{bad}: {e}");
     }
 }

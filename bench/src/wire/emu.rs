@@ -217,7 +217,7 @@ impl Pump for Threaded<'_> {
         std::thread::yield_now();
     }
     fn stats(&mut self) -> Result<Stats, String> {
-        self.0.try_stats()
+        self.0.try_stats().map_err(|e| e.to_string())
     }
 }
 

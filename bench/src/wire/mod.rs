@@ -281,7 +281,7 @@ impl WireEnv {
                 self.veth.as_ref().expect("afpacket has a veth pair").a()
             ),
         };
-        nic_emu::spec::parse_wire(&spec)
+        nic_emu::spec::parse_wire(&spec).map_err(|e| e.to_string())
     }
 
     /// The emulated NIC on the side under test, started as `role`.

@@ -226,7 +226,7 @@ impl Device {
         check_options(&opts)?;
         let info = nic
             .attach(request(&opts, pipe_size, notif_entries))
-            .map_err(AttachError::Device)?;
+            .map_err(|e| AttachError::Device(e.to_string()))?;
         let id = info.app_id;
         Self::from_info(info, opts, Keepalive::Control(nic.handle(), id))
     }
@@ -234,7 +234,9 @@ impl Device {
     /// Attaches to a device running in this process (the emulator's
     /// `nic_emu::Nic`, or its control handle), with its own sizes.
     pub fn attach_nic(nic: &dyn LocalNic, opts: DeviceOptions) -> Result<Self, AttachError> {
-        let (ps, ne) = nic.ring_sizes().map_err(AttachError::Device)?;
+        let (ps, ne) = nic
+            .ring_sizes()
+            .map_err(|e| AttachError::Device(e.to_string()))?;
         Self::attach(nic, ps, ne, opts)
     }
 
@@ -246,7 +248,9 @@ impl Device {
         check_options(&opts)?;
         let (ps, ne) = engine.ring_sizes();
         let req = request(&opts, ps, ne);
-        let info = engine.attach(&req).map_err(AttachError::Device)?;
+        let info = engine
+            .attach(&req)
+            .map_err(|e| AttachError::Device(e.to_string()))?;
         Self::from_info(info, opts, Keepalive::None)
     }
 

@@ -171,7 +171,7 @@ impl Device {
             return Err(StatsError::NoPort(port));
         }
         let json = match (&self._keep, &self.devdir) {
-            (Keepalive::Control(nic, _), _) => nic.stats_json(),
+            (Keepalive::Control(nic, _), _) => nic.stats_json().map_err(|e| e.to_string()),
             (_, Some(dir)) => read_snapshot(dir),
             _ => Err("a stepped engine: ask it for its counters".into()),
         }

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::staging::Staging;
-use super::{Backend, MAINTAIN_EVERY_NS};
+use super::{Backend, BackendError, MAINTAIN_EVERY_NS};
 use crate::wire::MAX_FRAME;
 
 /// A port wired to an existing interface.
@@ -35,12 +35,12 @@ pub struct AfPacketPort {
 
 impl AfPacketPort {
     /// Opens both rings on `iface`.
-    pub fn open(w: &AfPacketWire) -> Result<Self, String> {
+    pub fn open(w: &AfPacketWire) -> Result<Self, BackendError> {
         let mut cfg = rawsock::AfPacketConfig::new(&w.iface);
         cfg.max_frame = MAX_FRAME;
         cfg.promiscuous = true;
-        let mut sock =
-            rawsock::AfPacket::open(&cfg).map_err(|e| format!("afpacket:{}: {e}", w.iface))?;
+        let mut sock = rawsock::AfPacket::open(&cfg)
+            .map_err(|e| BackendError::Open(format!("afpacket:{}: {e}", w.iface)))?;
         let counters = sock.counters();
         Ok(Self {
             sock,

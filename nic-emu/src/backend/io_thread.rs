@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::BackendError;
 use crate::wire::MAX_FRAME;
 
 const HEADER: usize = 10;
@@ -150,13 +151,13 @@ impl IoThread {
     fn spawn(
         name: String,
         f: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BackendError> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name(name)
             .spawn(move || f(s))
-            .map_err(|e| format!("cannot start an I/O thread: {e}"))?;
+            .map_err(|e| BackendError::Open(format!("cannot start an I/O thread: {e}")))?;
         Ok(Self {
             stop,
             handle: Some(handle),
@@ -190,9 +191,9 @@ impl Drop for IoThread {
 pub fn pcap_writer(
     path: &Path,
     frames: usize,
-) -> Result<(FrameQueue, IoThread, Arc<IoCounters>), String> {
+) -> Result<(FrameQueue, IoThread, Arc<IoCounters>), BackendError> {
     use std::io::Write;
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let err = |e: &dyn std::fmt::Display| super::file_err(path, e);
     let file = crate::outfile::create(path).map_err(|e| err(&e))?;
     // Written here rather than with pcap-file's writer, which cannot flush
     // without giving the file up: the file is a 24-byte header (nanosecond
@@ -260,7 +261,7 @@ pub fn pcap_writer(
 pub fn tap_thread(
     mut tap: rawsock::Tap,
     frames: usize,
-) -> Result<(FrameQueue, FrameSource, IoThread, Arc<IoCounters>), String> {
+) -> Result<(FrameQueue, FrameSource, IoThread, Arc<IoCounters>), BackendError> {
     let (to_tap, mut from_engine) = frame_queue(frames);
     let (mut to_engine, from_tap) = frame_queue(frames);
     let counters = Arc::new(IoCounters::default());

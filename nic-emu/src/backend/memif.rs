@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::staging::Staging;
-use super::{Backend, MAINTAIN_EVERY_NS};
+use super::{Backend, BackendError, MAINTAIN_EVERY_NS};
 use crate::wire::MAX_FRAME;
 
 /// A port wired to a memif peer.
@@ -52,7 +52,7 @@ pub struct MemifWire {
 
 impl MemifWire {
     /// Parses the options after `memif:`.
-    pub fn parse(opts: &str) -> Result<Self, String> {
+    pub fn parse(opts: &str) -> Result<Self, BackendError> {
         let mut w = MemifWire {
             socket: String::new(),
             server: true,
@@ -64,16 +64,19 @@ impl MemifWire {
             uids: Vec::new(),
         };
         let mut seen = Vec::new();
-        let num = |k: &str, v: &str| -> Result<u64, String> {
-            v.parse()
-                .map_err(|_| format!("memif option {k}: '{v}' is not a whole number"))
+        let num = |k: &str, v: &str| -> Result<u64, BackendError> {
+            v.parse().map_err(|_| {
+                BackendError::Options(format!("memif option {k}: '{v}' is not a whole number"))
+            })
         };
         for kv in opts.split(',').filter(|s| !s.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("memif option '{kv}' is not key=value"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                BackendError::Options(format!("memif option '{kv}' is not key=value"))
+            })?;
             if seen.contains(&k) {
-                return Err(format!("memif option {k} given twice"));
+                return Err(BackendError::Options(format!(
+                    "memif option {k} given twice"
+                )));
             }
             seen.push(k);
             match k {
@@ -82,55 +85,57 @@ impl MemifWire {
                     w.server = match v {
                         "server" | "master" => true,
                         "client" | "slave" => false,
-                        _ => return Err(format!("memif role '{v}': server or client")),
+                        _ => return Err(BackendError::Options(format!("memif role '{v}': server or client"))),
                     }
                 }
                 "id" => {
                     w.id = u32::try_from(num(k, v)?)
-                        .map_err(|_| format!("memif id {v}: at most {}", u32::MAX))?
+                        .map_err(|_| BackendError::Options(format!("memif id {v}: at most {}", u32::MAX)))?
                 }
                 "rings" => {
                     w.rings = match num(k, v)? {
                         n @ 1..=255 => n as u16,
-                        _ => return Err(format!("memif rings {v}: 1 to 255")),
+                        _ => return Err(BackendError::Options(format!("memif rings {v}: 1 to 255"))),
                     }
                 }
                 "ring-size" => {
                     w.ring_size = match num(k, v)? {
                         n if n.is_power_of_two() && (16..=32768).contains(&n) => n as u32,
                         _ => {
-                            return Err(format!("memif ring-size {v}: a power of two, 16 to 32768"))
+                            return Err(BackendError::Options(format!("memif ring-size {v}: a power of two, 16 to 32768")))
                         }
                     }
                 }
                 "buffer-size" => {
                     w.buffer_size = match num(k, v)? {
                         n if (128..=65536).contains(&n) => n as u32,
-                        _ => return Err(format!("memif buffer-size {v}: 128 to 65536")),
+                        _ => return Err(BackendError::Options(format!("memif buffer-size {v}: 128 to 65536"))),
                     }
                 }
                 "secret" => {
                     if v.is_empty() || v.len() > 23 {
-                        return Err("memif secret: 1 to 23 bytes".into());
+                        return Err(BackendError::Options("memif secret: 1 to 23 bytes".into()));
                     }
                     w.secret = Some(v.to_string());
                 }
                 "uid" => {
                     for u in v.split('/') {
                         w.uids.push(u32::try_from(num(k, u)?).map_err(|_| {
-                            format!("memif uid {u}: at most {}", u32::MAX)
+                            BackendError::Options(format!("memif uid {u}: at most {}", u32::MAX))
                         })?);
                     }
                 }
                 _ => {
-                    return Err(format!(
+                    return Err(BackendError::Options(format!(
                     "unknown memif option '{k}' (socket, role, id, rings, ring-size, buffer-size, secret, uid)"
-                ))
+                )))
                 }
             }
         }
         if w.socket.is_empty() {
-            return Err("memif needs socket=PATH (or socket=@name for an abstract socket)".into());
+            return Err(BackendError::Options(
+                "memif needs socket=PATH (or socket=@name for an abstract socket)".into(),
+            ));
         }
         Ok(w)
     }
@@ -171,7 +176,7 @@ impl std::fmt::Debug for MemifPort {
 
 impl MemifPort {
     /// Binds the socket (server) or prepares to connect (client).
-    pub fn open(w: &MemifWire, device: &str, port: usize) -> Result<Self, String> {
+    pub fn open(w: &MemifWire, device: &str, port: usize) -> Result<Self, BackendError> {
         let role = if w.server {
             memif::Role::Server
         } else {
@@ -205,7 +210,8 @@ impl MemifPort {
                 }
             );
         }
-        let m = memif::Memif::new(cfg).map_err(|e| format!("memif:socket={}: {e}", w.socket))?;
+        let m = memif::Memif::new(cfg)
+            .map_err(|e| BackendError::Open(format!("memif:socket={}: {e}", w.socket)))?;
         Ok(Self {
             desc: format!(
                 "memif:socket={},role={}",

@@ -30,6 +30,40 @@
 
 use crate::config::WireConfig;
 
+/// Why a port's backend was refused or could not be opened; each message
+/// is one line naming the wiring, file or interface.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// Wiring options that do not parse or do not fit together.
+    #[error("{0}")]
+    Options(String),
+    /// A file the port reads or writes (a capture, an output file).
+    #[error("{}: {what}", .path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// An interface, socket or thread the port needs could not be opened.
+    #[error("{0}")]
+    Open(String),
+}
+
+impl From<BackendError> for String {
+    fn from(e: BackendError) -> Self {
+        e.to_string()
+    }
+}
+
+/// The error about `path` that says `what`.
+pub(crate) fn file_err(path: &std::path::Path, what: &dyn std::fmt::Display) -> BackendError {
+    BackendError::File {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+    }
+}
+
 pub mod afpacket;
 pub mod io_thread;
 pub mod memif;
@@ -85,7 +119,7 @@ pub fn open(
     cfg: &WireConfig,
     device: &str,
     port: usize,
-) -> Result<Option<Box<dyn Backend>>, String> {
+) -> Result<Option<Box<dyn Backend>>, BackendError> {
     let mac = enso_abi::devname::port_mac(device, port);
     Ok(Some(match cfg {
         WireConfig::Null

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::io_thread::{FrameQueue, IoCounters, IoThread};
 use super::rate::{ReplayRate, WIRE_OVERHEAD};
-use super::Backend;
+use super::{file_err, Backend, BackendError};
 use crate::wire::{MAX_FRAME, MIN_FRAME};
 
 /// Largest capture file a pcap port reads (its frames are kept in memory).
@@ -62,18 +62,20 @@ pub struct PcapWire {
 
 impl PcapWire {
     /// Parses the options after `pcap:`.
-    pub fn parse(opts: &str) -> Result<Self, String> {
+    pub fn parse(opts: &str) -> Result<Self, BackendError> {
         let mut w = PcapWire {
             loops: Some(1),
             ..Default::default()
         };
         let mut seen = Vec::new();
         for kv in opts.split(',').filter(|s| !s.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("pcap option '{kv}' is not key=value"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                BackendError::Options(format!("pcap option '{kv}' is not key=value"))
+            })?;
             if seen.contains(&k) {
-                return Err(format!("pcap option {k} given twice"));
+                return Err(BackendError::Options(format!(
+                    "pcap option {k} given twice"
+                )));
             }
             seen.push(k);
             match k {
@@ -81,20 +83,30 @@ impl PcapWire {
                 "tx" => w.tx = Some(PathBuf::from(v)),
                 "loop" if v == "inf" => w.loops = None,
                 "loop" => {
-                    let n: u64 = v
-                        .parse()
-                        .map_err(|_| format!("pcap loop '{v}': a whole number above 0, or inf"))?;
+                    let n: u64 = v.parse().map_err(|_| {
+                        BackendError::Options(format!(
+                            "pcap loop '{v}': a whole number above 0, or inf"
+                        ))
+                    })?;
                     if n == 0 {
-                        return Err("pcap loop 0: a whole number above 0, or inf".into());
+                        return Err(BackendError::Options(
+                            "pcap loop 0: a whole number above 0, or inf".into(),
+                        ));
                     }
                     w.loops = Some(n);
                 }
                 "rate" => w.rate = ReplayRate::parse(v)?,
-                _ => return Err(format!("unknown pcap option '{k}' (rx, tx, loop, rate)")),
+                _ => {
+                    return Err(BackendError::Options(format!(
+                        "unknown pcap option '{k}' (rx, tx, loop, rate)"
+                    )))
+                }
             }
         }
         if w.rx.is_none() && w.tx.is_none() {
-            return Err("pcap needs rx=FILE, tx=FILE or both".into());
+            return Err(BackendError::Options(
+                "pcap needs rx=FILE, tx=FILE or both".into(),
+            ));
         }
         Ok(w)
     }
@@ -132,12 +144,14 @@ impl Capture {
         data: &[u8],
         orig: u64,
         ts: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), BackendError> {
         if data.len() < MIN_FRAME || data.len() > MAX_FRAME {
-            return Err(format!(
-                "{}: record {record}: a frame of {} bytes; the port takes {MIN_FRAME} to {MAX_FRAME}",
-                file.display(),
-                data.len()
+            return Err(file_err(
+                file,
+                &format!(
+                    "record {record}: a frame of {} bytes; the port takes {MIN_FRAME} to {MAX_FRAME}",
+                    data.len()
+                ),
             ));
         }
         if (data.len() as u64) < orig {
@@ -150,8 +164,8 @@ impl Capture {
 
     /// Reads a pcap or pcapng file whole; every refusal names the file,
     /// the record (counting from 1) and why.
-    pub fn read(file: &Path) -> Result<Self, String> {
-        let err = |what: &dyn std::fmt::Display| format!("{}: {what}", file.display());
+    pub fn read(file: &Path) -> Result<Self, BackendError> {
+        let err = |what: &dyn std::fmt::Display| file_err(file, what);
         let meta = std::fs::metadata(file).map_err(|e| err(&e))?;
         if !meta.is_file() {
             return Err(err(&"not a regular file"));
@@ -178,8 +192,8 @@ impl Capture {
         }
     }
 
-    fn read_pcap(file: &Path, data: &[u8]) -> Result<Self, String> {
-        let err = |what: &dyn std::fmt::Display| format!("{}: {what}", file.display());
+    fn read_pcap(file: &Path, data: &[u8]) -> Result<Self, BackendError> {
+        let err = |what: &dyn std::fmt::Display| file_err(file, what);
         let (mut rest, parser) = pcap_file::pcap::PcapParser::new(data)
             .map_err(|e| err(&format!("bad pcap header: {}", reason(&e))))?;
         if parser.header().datalink != DataLink::ETHERNET {
@@ -210,8 +224,8 @@ impl Capture {
         Ok(cap)
     }
 
-    fn read_pcapng(file: &Path, data: &[u8]) -> Result<Self, String> {
-        let err = |what: &dyn std::fmt::Display| format!("{}: {what}", file.display());
+    fn read_pcapng(file: &Path, data: &[u8]) -> Result<Self, BackendError> {
+        let err = |what: &dyn std::fmt::Display| file_err(file, what);
         let (mut rest, mut parser) = pcap_file::pcapng::PcapNgParser::new(data)
             .map_err(|e| err(&format!("bad pcapng section header: {}", reason(&e))))?;
         let mut cap = Capture::default();
@@ -324,7 +338,7 @@ impl Replay {
         cap: Capture,
         loops: Option<u64>,
         rate: ReplayRate,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BackendError> {
         let n = cap.len();
         let (first, last) = (cap.frame(0).1, cap.frame(n - 1).1);
         let span = last.saturating_sub(first);
@@ -332,10 +346,12 @@ impl Replay {
         let gap = if n > 1 { span / (n as u64 - 1) } else { 1_000 };
         let span_ns = span.checked_add(gap.max(1));
         if span_ns.is_none() && matches!(rate, ReplayRate::Original(_)) {
-            return Err(format!(
-                "{}: records 1 to {n} are stamped {first} to {last} ns: a pass at rate=original \
-                 would last more than 2^64 ns (use rate=max, a packet rate or a bit rate)",
-                file.display()
+            return Err(file_err(
+                file,
+                &format!(
+                    "records 1 to {n} are stamped {first} to {last} ns: a pass at rate=original \
+                     would last more than 2^64 ns (use rate=max, a packet rate or a bit rate)"
+                ),
             ));
         }
         Ok(Self {
@@ -407,12 +423,12 @@ pub struct PcapPort {
 
 impl PcapPort {
     /// Reads `rx` and opens `tx` (created, or truncated if it exists).
-    pub fn open(w: &PcapWire) -> Result<Self, String> {
+    pub fn open(w: &PcapWire) -> Result<Self, BackendError> {
         let replay = match &w.rx {
             Some(f) => {
                 let cap = Capture::read(f)?;
                 if cap.is_empty() {
-                    return Err(format!("{}: holds no frames", f.display()));
+                    return Err(file_err(f, &"holds no frames"));
                 }
                 Some(Replay::new(f, cap, w.loops, w.rate)?)
             }
@@ -597,7 +613,7 @@ mod tests {
         }
         // An interface that is not Ethernet is named with its number.
         std::fs::write(&path, pcapng(101, &[], &[(0, &f)])).unwrap();
-        let e = Capture::read(&path).unwrap_err();
+        let e = Capture::read(&path).unwrap_err().to_string();
         assert_eq!(
             e,
             format!(
@@ -630,7 +646,9 @@ mod tests {
         // Two frames 2^63 ns apart: a pass (the span and one mean gap
         // after it) is 2^64 ns, which no schedule in ns holds.
         std::fs::write(&path, pcapng(1, &ns, &[(0, &f), (far, &f)])).unwrap();
-        let e = PcapPort::open(&wire("original")).expect_err("an unrepresentable schedule");
+        let e = PcapPort::open(&wire("original"))
+            .expect_err("an unrepresentable schedule")
+            .to_string();
         assert!(e.starts_with(&format!("{}: ", path.display())), "{e}");
         assert!(e.contains("rate=original"), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::BackendError;
+
 /// Bytes on the wire per frame beyond its bytes in memory.
 pub const WIRE_OVERHEAD: u64 = 24;
 
@@ -26,9 +28,9 @@ pub enum ReplayRate {
 
 impl ReplayRate {
     /// Parses a rate (see the module's documentation).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, BackendError> {
         let t = s.trim();
-        let bad = |why: &str| format!("pcap rate '{s}': {why}");
+        let bad = |why: &str| BackendError::Options(format!("pcap rate '{s}': {why}"));
         match t {
             "max" => return Ok(Self::Max),
             "original" => return Ok(Self::Original(1.0)),
@@ -113,7 +115,7 @@ mod tests {
             "original*x",
             "NaNpps",
         ] {
-            let e = ReplayRate::parse(bad).unwrap_err();
+            let e = ReplayRate::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with("pcap rate"), "{bad}: {e}");
             assert_eq!(e.lines().count(), 1);
         }

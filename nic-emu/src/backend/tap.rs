@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::io_thread::{FrameQueue, FrameSource, IoCounters, IoThread};
-use super::Backend;
+use super::{Backend, BackendError};
 use crate::wire::MAX_FRAME;
 
 /// Frames each queue between the engine and the TAP thread holds.
@@ -38,9 +38,11 @@ pub struct TapPort {
 
 impl TapPort {
     /// Creates the TAP device and brings it up.
-    pub fn open(w: &TapWire, mac: [u8; 6]) -> Result<Self, String> {
-        let tap = rawsock::Tap::create(&w.name).map_err(|e| format!("tap:{}: {e}", w.name))?;
-        tap.set_up().map_err(|e| format!("tap:{}: {e}", w.name))?;
+    pub fn open(w: &TapWire, mac: [u8; 6]) -> Result<Self, BackendError> {
+        let tap = rawsock::Tap::create(&w.name)
+            .map_err(|e| BackendError::Open(format!("tap:{}: {e}", w.name)))?;
+        tap.set_up()
+            .map_err(|e| BackendError::Open(format!("tap:{}: {e}", w.name)))?;
         let name = tap.name().to_string();
         let (to_tap, from_tap, thread, counters) = super::io_thread::tap_thread(tap, QUEUE_FRAMES)?;
         Ok(Self {

@@ -18,20 +18,28 @@ const DETACH_DRAIN_ROUNDS: usize = 1024;
 /// Why an attach was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum AttachError {
+    /// Too few free pipes for the pipes asked for.
     #[error("not enough free pipe ids for {0} pipes")]
     NoPipes(u32),
+    /// No notification buffer is free.
     #[error("no free notification buffer")]
     NoNbuf,
+    /// Too few free descriptor queues for the queues asked for.
     #[error("not enough free descriptor queues for {0}")]
     NoQueues(u32),
     #[error(
         "a DMA region of {asked} bytes was asked for; this device accepts {min}..={max} bytes"
     )]
+    /// The DMA region asked for is too small or too large.
     BadRegionSize {
+        /// Bytes asked for.
         asked: usize,
+        /// The fewest bytes accepted.
         min: usize,
+        /// The most bytes accepted.
         max: usize,
     },
+    /// Mapping the application's shared memory failed.
     #[error("creating shared memory: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -243,8 +251,11 @@ impl enso_abi::control::SteppedNic for Engine {
     fn ring_sizes(&self) -> (usize, u32) {
         (self.cfg.pipe_size, self.cfg.notif_ring_entries)
     }
-    fn attach(&mut self, req: &AttachRequest) -> Result<AttachInfo, String> {
-        Engine::attach(self, req).map_err(|e| e.to_string())
+    fn attach(
+        &mut self,
+        req: &AttachRequest,
+    ) -> Result<AttachInfo, enso_abi::control::LocalNicError> {
+        Ok(Engine::attach(self, req)?)
     }
 }
 

@@ -38,11 +38,24 @@ pub(super) enum Full {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
     /// A frame was written to a pipe.
-    Frame { pipe: u32 },
+    Frame {
+        /// The pipe.
+        pipe: u32,
+    },
     /// The NIC wrote an RX notification.
-    Notify { pipe: u32, tail: u32 },
+    Notify {
+        /// The pipe.
+        pipe: u32,
+        /// The tail it announced.
+        tail: u32,
+    },
     /// Software's head write reached the NIC.
-    HeadWrite { pipe: u32, head: u32 },
+    HeadWrite {
+        /// The pipe.
+        pipe: u32,
+        /// The head written.
+        head: u32,
+    },
 }
 
 /// Everything but the ports, so the RX path can borrow it while a port's wire

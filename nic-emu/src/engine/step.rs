@@ -66,7 +66,7 @@ pub struct Engine {
 impl Engine {
     /// A device with `cfg`; creates its directory (owner-only) inside
     /// `cfg.dir`, which must exist.
-    pub fn new(cfg: DeviceConfig) -> Result<Self, String> {
+    pub fn new(cfg: DeviceConfig) -> Result<Self, super::EngineError> {
         cfg.validate()?;
         // Only the device's own directory is made (a mistyped `dir` is an
         // error, not a new directory tree), and never through a link.
@@ -141,7 +141,7 @@ impl Engine {
         let fixed = cfg.tuning.pipe_writes;
         let wake = super::park::WakeFile::create(&cfg.name).map_err(|e| {
             crate::devdir::remove(&cfg.device_dir());
-            format!("cannot make the device's wake file: {e}")
+            super::EngineError::WakeFile(e)
         })?;
         let mut engine = Self {
             wake,
@@ -175,10 +175,12 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The device's settings.
     pub fn config(&self) -> &DeviceConfig {
         &self.cfg
     }
 
+    /// Sets the clock the engine reads (stepped tests use a manual one).
     pub fn set_clock(&mut self, clock: Clock) {
         self.core.clock = clock;
     }

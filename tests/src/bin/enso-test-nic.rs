@@ -98,5 +98,5 @@ fn run(a: &Args) -> Result<(), String> {
             other => return Err(format!("unknown command '{other}'")),
         }
     }
-    nic.try_stop().map(drop)
+    nic.try_stop().map(drop).map_err(|e| e.to_string())
 }
