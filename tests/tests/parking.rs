@@ -90,10 +90,13 @@ fn a_slow_generator_an_engine_that_parks_and_an_app_that_waits_lose_nothing() {
         "{d:?} ({woke_empty} ended empty)"
     );
     // At least one of the delayed sends found the engine parked and woke
-    // it (each did unless it came within the 0.5 ms spin after a timeout).
+    // it (each did unless it came within the 0.5 ms spin after a timeout);
+    // a server slowed by other work may wake it for other frames too, but
+    // not on every register write (two or three a frame): a library that
+    // woke the engine whether it slept or not would.
     assert!(
-        (1..=DELAYED + 2).contains(&d.engine_wakeups),
-        "engine wake-ups from register writes: {d:?}"
+        (1..=d.mmio_writes / 2).contains(&d.engine_wakeups),
+        "engine wake-ups from register writes: {d:?}, engine {e:?}"
     );
     drop(dev);
     nic.stop();
