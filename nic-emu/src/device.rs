@@ -70,7 +70,6 @@ impl CmdSender {
         cmd: Cmd,
         wait: Duration,
     ) -> Result<(), crossbeam_channel::SendTimeoutError<Cmd>> {
-        self.wake.kick();
         let r = self.tx.send_timeout(cmd, wait);
         self.wake.kick();
         r
