@@ -276,6 +276,30 @@ impl PcieCounters {
             .record(completion_bytes, len, completions);
     }
 
+    /// `reads` DMA reads already cut into `requests` read requests and
+    /// `completions` completions (see [`LinkConfig::dma_read_request_tlps`]
+    /// and [`LinkConfig::dma_read_completion_tlps`]) carrying `len` bytes
+    /// in all: the sum of as many [`PcieCounters::record_dma_read`] calls,
+    /// for a caller that accounts a batch of reads at once.
+    #[inline]
+    pub fn record_dma_reads(
+        &mut self,
+        class: TrafficClass,
+        reads: u64,
+        len: u64,
+        requests: u64,
+        completions: u64,
+    ) {
+        let request_bytes = requests * u64::from(crate::tlp::MEM_REQUEST_OVERHEAD);
+        self.up
+            .class_mut(class)
+            .record_many(reads, request_bytes, 0, requests);
+        let completion_bytes = len + completions * u64::from(crate::tlp::COMPLETION_OVERHEAD);
+        self.down
+            .class_mut(class)
+            .record_many(reads, completion_bytes, len, completions);
+    }
+
     /// The CPU writes `len` bytes to a device register (4 for a doorbell).
     /// Counted down.
     #[inline]
@@ -378,6 +402,26 @@ mod tests {
         assert_eq!(c.down.descriptor.tlps, 2);
         assert_eq!(c.metadata_bytes(), 24 + 168);
         assert!((c.metadata_fraction() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_batch_of_reads_counts_what_the_reads_one_by_one_count() {
+        let link = LinkConfig::default();
+        let reads = [(0x40u64, 128u64), (1000, 1514), (4090, 64), (512, 60)];
+        let mut one = PcieCounters::default();
+        let (mut len, mut req, mut cpl) = (0, 0, 0);
+        for &(addr, n) in &reads {
+            one.record_dma_read(TrafficClass::Data, addr, n);
+            len += n;
+            req += link.dma_read_request_tlps(addr, n);
+            cpl += link.dma_read_completion_tlps(addr, n);
+        }
+        let mut batch = PcieCounters::default();
+        batch.record_dma_reads(TrafficClass::Data, reads.len() as u64, len, req, cpl);
+        assert_eq!(batch, one);
+        // Requests up, completions down, one transaction each way per read.
+        assert_eq!(batch.up.data.transactions, 4);
+        assert_eq!(batch.down.data.payload_bytes, 128 + 1514 + 64 + 60);
     }
 
     #[test]
