@@ -125,6 +125,9 @@ pub enum ConfigError {
     /// No port.
     #[error("a device needs at least one port")]
     NoPorts,
+    /// A PCIe link no real device could negotiate.
+    #[error("PCIe link: {0}")]
+    Link(pcie_model::LinkConfigError),
 }
 
 impl From<ConfigError> for String {
@@ -550,6 +553,9 @@ impl DeviceConfig {
             return Err(ConfigError::RingEntries);
         }
         self.check_rings_fit()?;
+        // The engine counts TLPs with shifts: MPS, MRRS and RCB are powers
+        // of two on every link a device negotiates.
+        self.pcie.validate().map_err(ConfigError::Link)?;
         check_delay_ns("interconnect latency", self.interconnect_latency_ns)?;
         crate::devdir::check_name(&self.name).map_err(ConfigError::Name)?;
         for (i, w) in self.ports.iter().enumerate() {
@@ -635,6 +641,18 @@ impl DeviceConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_no_device_could_negotiate_is_refused() {
+        let mut c = DeviceConfig::new("link", WireConfig::Loopback);
+        assert_eq!(c.validate(), Ok(()));
+        c.pcie.mps = 200;
+        let e = c.validate().expect_err("MPS 200 accepted");
+        assert_eq!(e, ConfigError::Link(pcie_model::LinkConfigError::Mps(200)));
+        assert!(e.to_string().starts_with("PCIe link: "), "{e}");
+        c.pcie.mps = 512;
+        assert_eq!(c.validate(), Ok(()));
+    }
 
     #[test]
     fn generator_rates_must_be_finite_and_positive() {

@@ -8,6 +8,7 @@
 //! partial batch is flushed at the end of each engine step, so at low load
 //! every descriptor costs its own TLP).
 
+use pcie_model::tlp::split_count_shift;
 use pcie_model::TrafficClass;
 
 use super::shared::App;
@@ -210,14 +211,28 @@ impl Core {
             return false;
         }
         app.write(buf, frame);
-        counts.tlps += self.pcie.link.dma_write_tlps(buf as u64, len as u64);
+        let shift = self.shifts.mps;
+        counts.tlps += split_count_shift(buf as u64, len as u64, shift);
         counts.dma_bytes += len as u64;
         // SYNC POINT E (Release, in `hand_back_rx`), as in `deliver_desc`.
         d.hand_back_rx(len, hash);
         counts.frames += 1;
         counts.bytes += len as u64;
         counts.flits += crate::wire::flits(len) as u64;
-        advance_rx_head(&mut self.pcie, dq, self.desc_writeback);
+        // As `advance_rx_head`, with the write-back counted in the run.
+        if dq.rx_wb_pending == 0 {
+            dq.rx_wb_first = dq.rx_head;
+        }
+        dq.rx_head = (dq.rx_head + 1) & dq.rx_mask;
+        dq.rx_wb_pending += 1;
+        if dq.rx_wb_pending >= self.desc_writeback || dq.rx_head == 0 {
+            let addr = (dq.rx_ring + dq.rx_wb_first as usize * layout::DESC_SLOT) as u64;
+            let bytes = u64::from(dq.rx_wb_pending) * DESC_BYTES;
+            counts.wb_writes += 1;
+            counts.wb_bytes += bytes;
+            counts.wb_tlps += split_count_shift(addr, bytes, shift);
+            dq.rx_wb_pending = 0;
+        }
         true
     }
 
@@ -241,6 +256,12 @@ impl Core {
             (app.desc_base, app.desc_count)
         };
         let mut sent = 0;
+        // The DMA reads of the frames and the descriptor write-backs, each
+        // counted exactly (TLPs cut as `record_dma_read`/`record_dma_write`
+        // cut them) and added to the PCIe counters once, after the loop.
+        let sh = self.shifts;
+        let (mut reads, mut read_bytes, mut requests, mut completions) = (0u64, 0u64, 0u64, 0u64);
+        let (mut wbs, mut wb_tlps) = (0u64, 0u64);
         for q in base..base + count {
             let q = q as usize;
             let mut n = 0;
@@ -269,8 +290,11 @@ impl Core {
                 if ok {
                     let frame = &mut self.txbuf[..len];
                     app.read(buf, frame);
-                    self.pcie
-                        .record_dma_read(TrafficClass::Data, buf as u64, len as u64);
+                    // `len` >= MIN_FRAME: never a zero-length read.
+                    reads += 1;
+                    read_bytes += len as u64;
+                    requests += split_count_shift(buf as u64, len as u64, sh.mrrs);
+                    completions += split_count_shift(buf as u64, len as u64, sh.rcb);
                     let mut t = now;
                     if let Some(ts) = self.ts_offset[cfg] {
                         t = self.clock.now_ns();
@@ -294,11 +318,9 @@ impl Core {
                     // SYNC POINT F (Release, in `write_back_tx`): software
                     // reclaims buffers up to here once it sees DD.
                     d.write_back_tx(qw1 | done);
-                    self.pcie.record_dma_write(
-                        TrafficClass::Descriptor,
-                        (dq.tx_ring + dq.tx_head as usize * layout::DESC_SLOT) as u64,
-                        DESC_BYTES,
-                    );
+                    let at = (dq.tx_ring + dq.tx_head as usize * layout::DESC_SLOT) as u64;
+                    wbs += 1;
+                    wb_tlps += split_count_shift(at, DESC_BYTES, sh.mps);
                 }
                 if !ok {
                     app.counters.reject_bad_descriptor += 1;
@@ -307,6 +329,19 @@ impl Core {
                 n += 1;
             }
             sent += n;
+        }
+        if reads > 0 {
+            self.pcie.record_dma_reads(
+                TrafficClass::Data,
+                reads,
+                read_bytes,
+                requests,
+                completions,
+            );
+        }
+        if wbs > 0 {
+            self.pcie
+                .record_dma_writes(TrafficClass::Descriptor, wbs, wbs * DESC_BYTES, wb_tlps);
         }
         sent
     }

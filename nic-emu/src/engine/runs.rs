@@ -5,7 +5,7 @@
 use pcie_model::TrafficClass;
 
 use super::evict;
-use super::shared::LinesAhead;
+use super::shared::{copy_bytes, lines_ahead_of, LinesAhead};
 use super::state::{Core, Run, RUN_SLOTS};
 use crate::layout;
 use crate::wire::FLIT;
@@ -57,6 +57,14 @@ impl Core {
         self.flits_in += c.flits;
         self.pcie
             .record_dma_writes(TrafficClass::Data, c.frames, c.dma_bytes, c.tlps);
+        if c.wb_writes > 0 {
+            self.pcie.record_dma_writes(
+                TrafficClass::Descriptor,
+                c.wb_writes,
+                c.wb_bytes,
+                c.wb_tlps,
+            );
+        }
     }
 
     /// After [`Core::deliver`] wrote a frame for `target` (no run open
@@ -86,11 +94,13 @@ impl Core {
                 return;
             };
             // The whole ring lies in the region (as every enabled pipe's
-            // does; checked again so the run can rely on it).
+            // does; checked again so the run's writes can rely on it).
             if !app.in_region(p.base, self.pipe_size) {
                 return;
             }
             let free = p.head.wrapping_sub(p.tail).wrapping_sub(1) & (self.pipe_flits - 1);
+            run.ring = app.region.as_ptr() as usize + p.base;
+            run.base = p.base;
             run.tail = p.tail;
             run.room = free.min(self.pipe_flits - p.tail);
         } else {
@@ -109,24 +119,40 @@ impl Core {
 
     /// Writes a frame of `flits` lines (no marker) into the pipe of the run
     /// in `slot`, which has room for them before the end of its ring.
+    ///
+    /// Everything that does not change while the run is open was looked up
+    /// when it opened (the ring's place in the engine's mapping, the link's
+    /// MPS): a frame costs its copy, its TLP count and its tail.
     #[inline(always)]
     pub(super) fn pipe_run_frame(&mut self, slot: usize, data: &[u8], flits: u32) {
+        let shift = self.shifts.mps;
         let run = &mut self.runs[slot];
-        let p = &self.pipes[run.target as usize];
-        let app = self.apps[p.owner as usize].as_ref().expect("run open");
-        let off = p.base + run.tail as usize * FLIT;
+        debug_assert!(flits <= run.room && data.len() <= flits as usize * FLIT);
+        let from = run.tail as usize * FLIT;
+        let dst = (run.ring + from) as *mut u8;
         let short = flits as usize <= evict::MAX_FLITS;
         if short && self.non_temporal {
-            app.stream(off, data);
+            // SAFETY: the run opened on a pipe whose whole ring lies in its
+            // owner's mapped region (`open_run`), which stays mapped while
+            // the run is open (runs close before register writes are
+            // applied and at the end of every generator pass); `from` is a
+            // line start (the ring is page-aligned) and `flits` whole lines
+            // fit before the ring's end (`room`). The engine streams only
+            // when `evict::non_temporal_supported`. Plain data, published
+            // after the fence in `close_run`.
+            unsafe { evict::stream_lines(dst, data) };
             self.unfenced = true;
         } else {
-            app.write(off, data);
+            // SAFETY: as above: `data` (at most `flits` lines) lies inside
+            // the ring; the application may read it concurrently, as with
+            // every write of the engine's (published by the notification's
+            // Release store).
+            unsafe { copy_bytes(data.as_ptr(), dst, data.len()) };
         }
         let c = &mut run.counts;
         let dma = u64::from(flits) * FLIT as u64;
-        c.tlps += self.pcie.link.dma_write_tlps(off as u64, dma);
+        c.tlps += pcie_model::tlp::split_count_shift((run.base + from) as u64, dma, shift);
         c.dma_bytes += dma;
-        let from = run.tail as usize * FLIT;
         run.tail = (run.tail + flits) & (self.pipe_flits - 1);
         // As in `deliver`: short frames only (and streamed ones need none).
         if short {
@@ -142,7 +168,7 @@ impl Core {
                 } else {
                     LinesAhead::Evict
                 };
-                app.ahead_ring(p.base, self.pipe_size, from, to, self.evict_ahead, op);
+                lines_ahead_of(run.ring, self.pipe_size, from, to, self.evict_ahead, op);
             }
         }
         run.room -= flits;

@@ -163,26 +163,6 @@ impl App {
         // published by the notification's (or descriptor's) Release store.
         unsafe { copy_bytes(src.as_ptr(), self.region.as_mut_ptr().add(off), src.len()) };
     }
-    /// Writes `src`, a frame of at most [`evict::MAX_FLITS`] lines, at the
-    /// line-aligned `off` with non-temporal stores (see
-    /// [`evict::stream_lines`]); the caller fences before publishing it.
-    #[inline(always)]
-    pub(super) fn stream(&self, off: usize, src: &[u8]) {
-        let lines = src.len().div_ceil(FLIT);
-        // As in `write`: the callers checked the range; this is a backstop.
-        if lines > evict::MAX_FLITS
-            || !off.is_multiple_of(FLIT)
-            || !self.in_region(off, lines * FLIT)
-        {
-            debug_assert!(false, "stream outside the region: {off}+{}", src.len());
-            return;
-        }
-        // SAFETY: the whole lines were just checked to lie in the region,
-        // and `off` (like the region's base, page-aligned) is a line start;
-        // the engine streams only when `evict::non_temporal_supported`. The
-        // bytes are plain data, published as in `write` after the fence.
-        unsafe { evict::stream_lines(self.region.as_mut_ptr().add(off), src) };
-    }
     /// Evicts from the engine's caches the lines of the ring of `size` bytes
     /// (a power of two) at `base` that start at ring positions in
     /// `[from + ahead, to + ahead)` (bytes, wrapping; `to` may have wrapped
@@ -200,19 +180,14 @@ impl App {
         ahead: usize,
         op: LinesAhead,
     ) {
-        let prefetch = match op {
-            LinesAhead::Evict => false,
-            LinesAhead::Prefetch { free } if free >= ahead + FLIT => true,
-            LinesAhead::Prefetch { .. } => return,
-        };
-        for p in evict::lines_ahead(size, from, to, ahead) {
-            let line = self.region.as_ptr().wrapping_add(base + p);
-            if prefetch {
-                evict::prefetch_for_write(line);
-            } else {
-                evict::evict_line(line);
-            }
-        }
+        lines_ahead_of(
+            self.region.as_ptr() as usize + base,
+            size,
+            from,
+            to,
+            ahead,
+            op,
+        );
     }
     /// Whether `len` bytes at `off` start in or overlap one of its RX
     /// pipes (frames sent back in place). Only a performance hint rides on
@@ -261,6 +236,33 @@ pub(super) enum LinesAhead {
     Prefetch { free: usize },
 }
 
+/// [`App::ahead_ring`] for the ring whose first byte is at address `ring`
+/// in the engine's mapping. Cache hints only: they neither read nor write
+/// the lines.
+#[inline(always)]
+pub(super) fn lines_ahead_of(
+    ring: usize,
+    size: usize,
+    from: usize,
+    to: usize,
+    ahead: usize,
+    op: LinesAhead,
+) {
+    let prefetch = match op {
+        LinesAhead::Evict => false,
+        LinesAhead::Prefetch { free } if free >= ahead + FLIT => true,
+        LinesAhead::Prefetch { .. } => return,
+    };
+    for p in evict::lines_ahead(size, from, to, ahead) {
+        let line = (ring as *const u8).wrapping_add(p);
+        if prefetch {
+            evict::prefetch_for_write(line);
+        } else {
+            evict::evict_line(line);
+        }
+    }
+}
+
 #[inline(always)]
 pub(super) fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize, dst: &mut B) {
     let dst = dst.as_mut();
@@ -281,11 +283,31 @@ pub(super) fn read_region<B: AsMut<[u8]> + ?Sized>(region: &MmapRaw, off: usize,
 /// # Safety
 /// As for `std::ptr::copy_nonoverlapping(src, dst, n)`.
 #[inline(always)]
-unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+pub(super) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     if (32..=64).contains(&n) {
+        // On x86-64 the moves are four 16-byte SSE2 loads and stores (part
+        // of the baseline target): as byte arrays the compiler bounced the
+        // tail through the stack, four more instructions a frame.
         // SAFETY: both 32-byte moves lie inside the caller's `n` bytes at
         // `src` and `dst` (`n - 32 + 32 = n`); unaligned reads and writes
         // are what `copy_nonoverlapping` allows too.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+            let (s, d) = (src.cast::<__m128i>(), dst.cast::<__m128i>());
+            let (st, dt) = (
+                src.add(n - 32).cast::<__m128i>(),
+                dst.add(n - 32).cast::<__m128i>(),
+            );
+            let (h0, h1) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+            let (t0, t1) = (_mm_loadu_si128(st), _mm_loadu_si128(st.add(1)));
+            _mm_storeu_si128(d, h0);
+            _mm_storeu_si128(d.add(1), h1);
+            _mm_storeu_si128(dt, t0);
+            _mm_storeu_si128(dt.add(1), t1);
+        }
+        // SAFETY: as above.
+        #[cfg(not(target_arch = "x86_64"))]
         unsafe {
             let head = std::ptr::read_unaligned(src.cast::<[u8; 32]>());
             let tail = std::ptr::read_unaligned(src.add(n - 32).cast::<[u8; 32]>());

@@ -126,6 +126,9 @@ pub(super) struct Core {
     /// here, not on the stack, so no step pays for zeroing it).
     pub(super) mmio_batch: Vec<(u32, u32)>,
     pub(super) pcie: PcieCounters,
+    /// log2 of the link's MPS, MRRS and RCB (powers of two on a validated
+    /// link): the hot paths count TLPs with shifts.
+    pub(super) shifts: LinkShifts,
     pub(super) frames: u64,
     /// Of `frames`, those written by runs (see [`Run`]).
     pub(super) run_frames: u64,
@@ -167,12 +170,38 @@ pub(super) struct Run {
     /// opened under (a frame's remembered steering must be for them).
     pub(super) flows_version: u64,
     pub(super) fallback_version: u64,
+    /// A pipe's ring: its first byte in the engine's mapping of the
+    /// owner's region (an address, so that `Core` stays `Send`; valid
+    /// while the run is open: runs close before anything that could unmap
+    /// or move it) and its offset in that region (the DMA address the
+    /// PCIe model cuts into TLPs). Both 0 for a descriptor queue's run.
+    pub(super) ring: usize,
+    pub(super) base: usize,
     /// A pipe's tail, in flits.
     pub(super) tail: u32,
     /// Flits a pipe's run may still write before the end of the ring or the
     /// pipe's head, whichever comes first.
     pub(super) room: u32,
     pub(super) counts: RunCounts,
+}
+
+/// log2 of a validated link's boundaries (see [`pcie_model::tlp::split_count_shift`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LinkShifts {
+    pub(super) mps: u32,
+    pub(super) mrrs: u32,
+    pub(super) rcb: u32,
+}
+
+impl LinkShifts {
+    pub(super) fn of(link: &pcie_model::LinkConfig) -> Self {
+        debug_assert!(link.validate().is_ok(), "an unvalidated link: {link:?}");
+        LinkShifts {
+            mps: link.mps.trailing_zeros(),
+            mrrs: link.mrrs.trailing_zeros(),
+            rcb: link.rcb.trailing_zeros(),
+        }
+    }
 }
 
 /// Runs open at once, one per slot (`target % RUN_SLOTS`); a power of two.
@@ -190,6 +219,11 @@ pub(super) struct RunCounts {
     pub(super) flits: u64,
     pub(super) dma_bytes: u64,
     pub(super) tlps: u64,
+    /// A queue's coalesced RX descriptor write-backs: DMA writes, their
+    /// bytes and TLPs.
+    pub(super) wb_writes: u64,
+    pub(super) wb_bytes: u64,
+    pub(super) wb_tlps: u64,
 }
 
 impl Run {
@@ -198,6 +232,8 @@ impl Run {
         target: Run::NONE,
         flows_version: 0,
         fallback_version: 0,
+        ring: 0,
+        base: 0,
         tail: 0,
         room: 0,
         counts: RunCounts {
@@ -207,6 +243,9 @@ impl Run {
             flits: 0,
             dma_bytes: 0,
             tlps: 0,
+            wb_writes: 0,
+            wb_bytes: 0,
+            wb_tlps: 0,
         },
     };
 }

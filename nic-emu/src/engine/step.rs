@@ -7,7 +7,7 @@ use pcie_model::PcieCounters;
 use super::evict;
 use super::mmio::MMIO_BUDGET;
 use super::rx::RxSink;
-use super::state::{Core, DescQueue, PipeState, Run, TraceEvent, RUN_SLOTS};
+use super::state::{Core, DescQueue, LinkShifts, PipeState, Run, TraceEvent, RUN_SLOTS};
 use crate::clock::Clock;
 use crate::config::DeviceConfig;
 use crate::counters::*;
@@ -115,6 +115,7 @@ impl Engine {
             txbuf: vec![0u8; layout::desc::BUF_SIZE].into_boxed_slice(),
             mmio_batch: Vec::with_capacity(MMIO_BUDGET as usize),
             pcie: PcieCounters::new(cfg.pcie),
+            shifts: LinkShifts::of(&cfg.pcie),
             frames: 0,
             run_frames: 0,
             runs: [Run::CLOSED; RUN_SLOTS],
