@@ -22,8 +22,8 @@ trait TxSink {
     fn send(&mut self, frame: &[u8], now: u64);
 }
 
-/// The port's generator, which checks the frames.
-struct ToGenerator<'a>(&'a mut port::Generator);
+/// The port's generator, which checks the frames (as a batch).
+struct ToGenerator<'a>(port::Returns<'a>);
 
 impl TxSink for ToGenerator<'_> {
     #[inline(always)]
@@ -128,7 +128,9 @@ impl Core {
         // What is at the other end of the port is looked at once per call:
         // a generator gets the frames straight into its checker.
         let (sent, bytes) = match &mut ports[c.port].wire {
-            Wire::Generator(g) => self.transmit_frames(slot, c, budget, step_now, ToGenerator(g)),
+            Wire::Generator(g) => {
+                self.transmit_frames(slot, c, budget, step_now, ToGenerator(g.returns()))
+            }
             _ => {
                 let to = ToWire {
                     ports: &mut *ports,

@@ -171,3 +171,51 @@ fn a_huge_rate_sends_whole_bursts() {
     // A second at 1e30 pps: far more than u64::MAX frames are due.
     assert_eq!(g.emit(1_000_000_000, &Clock::Monotonic, |_, _| {}), 16);
 }
+
+#[test]
+fn a_batch_of_returns_counts_what_returns_one_by_one_count() {
+    // Every setting `Returns` treats apart (plain sequence checks) or
+    // hands to `on_return` (full checks, a duplicate map).
+    for (verify, count) in [
+        (VerifyLevel::Sequence, None),
+        (VerifyLevel::Sequence, Some(12)),
+        (VerifyLevel::Full, None),
+    ] {
+        let cfg = GeneratorConfig {
+            count,
+            flows: 3,
+            sizes: SizeSpec::Mix(vec![64, 200]),
+            echo_increment: 0,
+            verify,
+            ..Default::default()
+        };
+        let (mut one, mut batch) = (Generator::new(cfg.clone()), Generator::new(cfg));
+        let mut sent = vec![];
+        for _ in 0..12 {
+            one.emit(0, &Clock::Monotonic, |f, _| sent.push(f.to_vec()));
+        }
+        for _ in 0..12 {
+            batch.emit(0, &Clock::Monotonic, |_, _| {});
+        }
+        assert!(sent.len() >= 12, "{verify:?}: {} sent", sent.len());
+        // Good frames, a repeat, one from the future, a foreign one.
+        let mut future = sent[0].clone();
+        let p = FrameKind::Ipv4Udp.payload_offset();
+        future[p + 4..p + 12].copy_from_slice(&u64::MAX.to_le_bytes());
+        let mut back: Vec<&[u8]> = sent.iter().map(|f| &f[..]).collect();
+        back.extend([&sent[2][..], &future[..], &[0u8; 60][..]]);
+        for f in &back {
+            one.on_return(f, 0);
+        }
+        {
+            let mut r = batch.returns();
+            for f in &back {
+                r.on_return(f, 0);
+            }
+        }
+        assert_eq!(batch.counters, one.counters, "{verify:?}");
+        assert_eq!(one.counters.returned, sent.len() as u64 + u64::from(count.is_none()));
+        assert_eq!(one.counters.foreign, 1, "{verify:?}");
+        assert!(one.counters.corrupt >= 1, "{verify:?}");
+    }
+}
