@@ -240,7 +240,7 @@ fn attach(cfg: &Config) -> Result<(Session, Dut), AppError> {
 fn busy_threads(cfg: &Config) -> usize {
     let generator = if cfg.single_core { 1 } else { 2 };
     if cfg.in_process {
-        generator + 2 // the NIC engine and the echo server
+        generator + crate::threads::other_busy_threads(true)
     } else {
         generator
     }
@@ -323,6 +323,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let mut report = Report::new(cfg.clone(), ClockInfo::emulated_nic());
     report.frames = Some(stream.profile());
     report.limiter = limit;
+    eprintln!("pktgen: threads: {}", cfg.threads.why);
     notes(cfg, &stream, &mut report);
     for n in &report.notes {
         eprintln!("pktgen: note: {n}");
