@@ -305,6 +305,14 @@ impl Session {
         let rx_pipes = (0..o.queues)
             .map(|_| rx_dev.alloc_rx_pipe_on(o.port, true))
             .collect::<Result<Vec<_>, _>>()?;
+        // Frames of one flow (a synthetic stream without ranges has one)
+        // would all land in one RX pipe under the NIC's flow hash, and a
+        // burst of the NIC's limiter (up to 10 ms of frames) would overflow
+        // its 2 MiB while the others stay empty: round robin spreads every
+        // burst over all of them.
+        if rx_pipes.len() > 1 {
+            rx_dev.set_fallback_round_robin(rx_pipes[0], true)?;
+        }
         // Traffic may only start once the NIC steers to the RX pipes.
         settle(&mut rx_dev)?;
         Ok(Self {
@@ -472,6 +480,20 @@ impl Session {
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
             device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
+    }
+}
+
+impl Drop for Session {
+    /// Gives the port back with the NIC's default fallback policy, flow
+    /// hash, as the limiter and timestamping are given back after a run.
+    fn drop(&mut self) {
+        if self.rx_pipes.len() > 1 && self.rx_dev.check_alive().is_ok() {
+            let _ = self
+                .rx_dev
+                .set_fallback_round_robin(self.rx_pipes[0], false)
+                .map_err(RunError::from)
+                .and_then(|()| Ok(settle(&mut self.rx_dev)?));
+        }
     }
 }
 
