@@ -336,6 +336,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
         let mut trial = DeviceTrial::new(&mut session, cfg.traffic.clone());
         trial.single_core = cfg.single_core;
         trial.core = cfg.core;
+        trial.idle = cfg.idle;
         trial.stop = Some(&stop);
         let res = search_with_progress(search_cfg, &mut trial, |t| {
             let size = t
@@ -384,6 +385,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
                 .map(|_| (cfg.rtt_hist_offset, cfg.rtt_hist_len)),
             single_core: cfg.single_core,
             core: cfg.core,
+            idle: cfg.idle,
             stats_delay: cfg.stats_delay,
             drain: Drain::RUN,
             stop: Some(&stop),

@@ -22,6 +22,7 @@ use crate::pcap::{self};
 use crate::rate::{Rate, FCS_LEN};
 use crate::search::{SearchConfig, RFC2544_SIZES};
 use crate::serde_util::{duration_ns, option_duration_ns};
+use crate::session::Idle;
 use crate::threads::{choose_threads, other_busy_threads, usable_core_count, ThreadChoice};
 use crate::traffic::{Ipv4Range, PortRange, SizeSpec, Traffic, TrafficSpec};
 
@@ -127,6 +128,11 @@ pub struct Args {
     /// NIC's engine (and the echo server with --in-process), else one.
     #[arg(long, conflicts_with = "single_core")]
     pub multicore: bool,
+    /// Without frames coming: `park` sleeps after 500 us until the NIC has
+    /// something for the receiver (`Device::wait`); `spin` keeps polling (a
+    /// core busy even when idle).
+    #[arg(long, value_enum, default_value_t = Idle::Park)]
+    pub idle: Idle,
     /// Milliseconds between statistics lines.
     #[arg(
         long,
@@ -264,6 +270,9 @@ pub struct Config {
     /// How many threads send and receive, and why.
     #[serde(default)]
     pub threads: ThreadChoice,
+    /// What the receiver does while no frame comes.
+    #[serde(default)]
+    pub idle: Idle,
     /// RTT measured.
     pub rtt: bool,
     /// RTT histogram file.
@@ -612,6 +621,7 @@ impl Args {
             queues: self.queues,
             single_core: threads.single(),
             threads,
+            idle: self.idle,
             rtt: self.rtt || self.rtt_hist.is_some(),
             rtt_hist: self.rtt_hist.clone(),
             rtt_hist_offset: self.rtt_hist_offset,
