@@ -39,9 +39,9 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use self::summary::device_report;
+pub use self::summary::{device_report, nic_limit};
 
-use summary::{search_status, shortfall, write_summary};
+use summary::{search_status, short_rate, shortfall, write_summary};
 
 /// Rows of statistics an EnsōGen CSV (`--save`) holds at least: Ensō's
 /// Python frontend refuses a file with fewer than three, and averages
@@ -331,6 +331,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let before = dut.stats(None);
     let mut code = ExitCode::SUCCESS;
     let mut outcome = None;
+    let mut short = None;
 
     if let Some(search_cfg) = &cfg.zero_loss {
         let mut trial = DeviceTrial::new(&mut session, cfg.traffic.clone());
@@ -418,6 +419,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             return Err(file_error(&p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
+        short = short_rate(&report.totals, out.interrupted, limit, &stream);
         if let Some(n) = shortfall(&report.totals, out.interrupted, limit, &stream) {
             eprintln!("pktgen: note: {n}");
             report.notes.push(n);
@@ -445,6 +447,9 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             before.as_ref(),
             &after,
         ));
+    }
+    if report.zero_loss.is_none() {
+        report.nic_limit = nic_limit(report.device.as_ref(), short);
     }
     let device_name = session.device_name().to_string();
     drop(session);
