@@ -39,9 +39,9 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use self::summary::device_report;
+pub use self::summary::{device_report, nic_limit};
 
-use summary::{search_status, shortfall, write_summary};
+use summary::{search_status, short_rate, shortfall, write_summary};
 
 /// Rows of statistics an EnsōGen CSV (`--save`) holds at least: Ensō's
 /// Python frontend refuses a file with fewer than three, and averages
@@ -240,7 +240,7 @@ fn attach(cfg: &Config) -> Result<(Session, Dut), AppError> {
 fn busy_threads(cfg: &Config) -> usize {
     let generator = if cfg.single_core { 1 } else { 2 };
     if cfg.in_process {
-        generator + 2 // the NIC engine and the echo server
+        generator + crate::threads::other_busy_threads(true)
     } else {
         generator
     }
@@ -323,6 +323,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let mut report = Report::new(cfg.clone(), ClockInfo::emulated_nic());
     report.frames = Some(stream.profile());
     report.limiter = limit;
+    eprintln!("pktgen: threads: {}", cfg.threads.why);
     notes(cfg, &stream, &mut report);
     for n in &report.notes {
         eprintln!("pktgen: note: {n}");
@@ -330,11 +331,13 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let before = dut.stats(None);
     let mut code = ExitCode::SUCCESS;
     let mut outcome = None;
+    let mut short = None;
 
     if let Some(search_cfg) = &cfg.zero_loss {
         let mut trial = DeviceTrial::new(&mut session, cfg.traffic.clone());
         trial.single_core = cfg.single_core;
         trial.core = cfg.core;
+        trial.idle = cfg.idle;
         trial.stop = Some(&stop);
         let res = search_with_progress(search_cfg, &mut trial, |t| {
             let size = t
@@ -383,6 +386,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
                 .map(|_| (cfg.rtt_hist_offset, cfg.rtt_hist_len)),
             single_core: cfg.single_core,
             core: cfg.core,
+            idle: cfg.idle,
             stats_delay: cfg.stats_delay,
             drain: Drain::RUN,
             stop: Some(&stop),
@@ -415,6 +419,7 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             return Err(file_error(&p)(e));
         }
         report.finish(&rec, out.rtt.as_ref());
+        short = short_rate(&report.totals, out.interrupted, limit, &stream);
         if let Some(n) = shortfall(&report.totals, out.interrupted, limit, &stream) {
             eprintln!("pktgen: note: {n}");
             report.notes.push(n);
@@ -442,6 +447,9 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             before.as_ref(),
             &after,
         ));
+    }
+    if report.zero_loss.is_none() {
+        report.nic_limit = nic_limit(report.device.as_ref(), short);
     }
     let device_name = session.device_name().to_string();
     drop(session);

@@ -22,6 +22,8 @@ use crate::pcap::{self};
 use crate::rate::{Rate, FCS_LEN};
 use crate::search::{SearchConfig, RFC2544_SIZES};
 use crate::serde_util::{duration_ns, option_duration_ns};
+use crate::session::Idle;
+use crate::threads::{choose_threads, other_busy_threads, usable_core_count, ThreadChoice};
 use crate::traffic::{Ipv4Range, PortRange, SizeSpec, Traffic, TrafficSpec};
 
 mod errors;
@@ -86,7 +88,8 @@ pub struct Args {
     /// mean_rtt_ns where no frame was timed) to this file.
     #[arg(long, value_name = "CSV")]
     pub save_detailed: Option<PathBuf>,
-    /// Send and receive on one thread.
+    /// Send and receive on one thread (the default when fewer than three
+    /// cores are usable: see --multicore).
     #[arg(long)]
     pub single_core: bool,
     /// Measure RTT with NIC timestamps.
@@ -119,11 +122,17 @@ pub struct Args {
     /// checked and noted; an emulated NIC is chosen by --device.
     #[arg(long, value_name = "ADDR")]
     pub pcie_addr: Option<String>,
-    /// Transmit and receive on threads of their own (the default, as
-    /// opposed to --single-core); accepted as Ensō's Python frontend
-    /// passes it.
+    /// Transmit and receive on threads of their own, as opposed to
+    /// --single-core (Ensō's Python frontend passes it). Without either,
+    /// two threads when the process may use a core for each and for the
+    /// NIC's engine (and the echo server with --in-process), else one.
     #[arg(long, conflicts_with = "single_core")]
     pub multicore: bool,
+    /// Without frames coming: `park` sleeps after 500 us until the NIC has
+    /// something for the receiver (`Device::wait`); `spin` keeps polling (a
+    /// core busy even when idle).
+    #[arg(long, value_enum, default_value_t = Idle::Park)]
+    pub idle: Idle,
     /// Milliseconds between statistics lines.
     #[arg(
         long,
@@ -256,8 +265,14 @@ pub struct Config {
     pub core: Option<usize>,
     /// Queues (pipes).
     pub queues: u32,
-    /// One thread for TX and RX.
+    /// One thread for TX and RX (as chosen: see `threads`).
     pub single_core: bool,
+    /// How many threads send and receive, and why.
+    #[serde(default)]
+    pub threads: ThreadChoice,
+    /// What the receiver does while no frame comes.
+    #[serde(default)]
+    pub idle: Idle,
     /// RTT measured.
     pub rtt: bool,
     /// RTT histogram file.
@@ -506,8 +521,18 @@ impl Args {
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err(out_of_range("--duration", "above zero", "0"));
         }
+        let asked = match (self.single_core, self.multicore) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => None,
+        };
+        let threads = choose_threads(
+            asked,
+            usable_core_count(),
+            other_busy_threads(self.in_process),
+        );
         if let Some(c) = self.core {
-            check_cores(c, self.single_core, &usable_cores())?;
+            check_cores(c, threads.single(), &usable_cores())?;
         }
         if let Some(a) = &self.pcie_addr {
             check_pcie_addr(a)?;
@@ -594,7 +619,9 @@ impl Args {
             duration: self.duration,
             core: self.core,
             queues: self.queues,
-            single_core: self.single_core,
+            single_core: threads.single(),
+            threads,
+            idle: self.idle,
             rtt: self.rtt || self.rtt_hist.is_some(),
             rtt_hist: self.rtt_hist.clone(),
             rtt_hist_offset: self.rtt_hist_offset,

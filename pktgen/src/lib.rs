@@ -16,6 +16,7 @@
 //! | [`search`] | the zero-loss throughput search, over any [`search::Trial`] |
 //! | [`report`] | the JSON report                                            |
 //! | [`cli`]    | command-line arguments and their validation                |
+//! | [`threads`]| one thread or two, from the cores the process may use      |
 //!
 //! The parts that run traffic through a NIC, with the `enso` library:
 //!
@@ -51,6 +52,7 @@ pub mod search;
 pub mod session;
 pub mod stats;
 pub mod stream;
+pub mod threads;
 pub mod traffic;
 pub mod zeroloss;
 

@@ -67,6 +67,22 @@ pub struct DeviceReport {
     pub ports: Vec<PortReport>,
 }
 
+/// The emulated NIC, not the wire, set the limit of a run: it dropped
+/// frames, or sent clearly less than the rate asked for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NicLimit {
+    /// Frames the NIC dropped during the run (its counters).
+    pub dropped: u64,
+    /// Of them, by cause (those above zero).
+    pub causes: BTreeMap<String, u64>,
+    /// Of them, in the generator's own RX pipes.
+    pub in_generator_pipes: u64,
+    /// Frames sent over frames the rate asked for, when below 95%.
+    pub sent_fraction: Option<f64>,
+    /// The summary's line saying so.
+    pub line: String,
+}
+
 /// One port's counters over the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PortReport {
@@ -111,6 +127,10 @@ pub struct Report {
     /// What the NIC counted, when its counters could be read.
     #[serde(default)]
     pub device: Option<DeviceReport>,
+    /// Whether the emulated NIC set the limit of the run (it dropped
+    /// frames or sent less than asked), `null` when it did not.
+    #[serde(default)]
+    pub nic_limit: Option<NicLimit>,
     /// Anything a reader must know to trust the numbers (e.g. more busy
     /// threads than cores).
     pub notes: Vec<String>,
@@ -144,6 +164,7 @@ impl Report {
             latency: None,
             zero_loss: None,
             device: None,
+            nic_limit: None,
             notes: Vec::new(),
             interrupted: false,
             device_gone: false,

@@ -30,7 +30,7 @@ use crate::stream::TxStream;
 
 mod workers;
 
-use workers::{run_both, run_one, RxWorker, Shared, TxWorker};
+use workers::{run_both, run_one, run_rx, RxWorker, Shared, TxWorker};
 
 /// Most TX pipes a session opens (`--queues` above this share them).
 pub const MAX_TX_PIPES: u32 = 16;
@@ -43,6 +43,13 @@ pub const TX_AHEAD: Duration = Duration::from_millis(20);
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes the largest frame takes in a TX stream (marker flit included).
 const MAX_FRAME_FOOTPRINT: usize = FLIT + MAX_FRAME.div_ceil(FLIT) * FLIT;
+/// How long the receiver polls without finding a frame before it parks
+/// (`Idle::Park`), as the servers do.
+pub const PARK_AFTER: Duration = Duration::from_micros(500);
+/// Longest park of a receiver that is also the sender (one thread), while
+/// it still sends: far below [`TX_AHEAD`], so the NIC's limiter never runs
+/// out of queued frames while it sleeps.
+const PARK_SENDING: Duration = Duration::from_millis(1);
 /// Idle polls between yields of the CPU.
 const IDLE_YIELD: u32 = 64;
 /// Idle polls after which a worker sleeps between polls.
@@ -54,6 +61,29 @@ const IDLE_NAP: Duration = Duration::from_micros(50);
 /// connection), as the servers do: a device that is gone completes and
 /// delivers nothing, and the run would otherwise wait out its stall timeouts.
 pub const ALIVE_CHECK: Duration = Duration::from_millis(10);
+
+/// What the receiver does while no frame comes.
+#[derive(
+    clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Idle {
+    /// Keep polling (yielding the CPU now and then): a core busy even
+    /// without traffic.
+    Spin,
+    /// After [`PARK_AFTER`] without a frame, sleep until the NIC has
+    /// something ([`Device::wait`]).
+    #[default]
+    Park,
+}
 
 /// A capture file.
 pub type FileCapture = CaptureWriter<BufWriter<File>>;
@@ -198,6 +228,8 @@ pub struct RunPlan<'a> {
     pub stats_delay: Duration,
     /// How long to wait for frames in flight at the end.
     pub drain: Drain,
+    /// What the receiver does while no frame comes.
+    pub idle: Idle,
     /// Set from outside (Ctrl-C) to end the run early.
     pub stop: Option<&'a AtomicBool>,
     /// The run lasts at least this many samples: the receive side keeps
@@ -221,6 +253,7 @@ impl<'a> RunPlan<'a> {
             core: None,
             stats_delay: Duration::from_secs(1),
             drain: Drain::RUN,
+            idle: Idle::Park,
             stop: None,
             min_samples: 0,
         }
@@ -305,6 +338,14 @@ impl Session {
         let rx_pipes = (0..o.queues)
             .map(|_| rx_dev.alloc_rx_pipe_on(o.port, true))
             .collect::<Result<Vec<_>, _>>()?;
+        // Frames of one flow (a synthetic stream without ranges has one)
+        // would all land in one RX pipe under the NIC's flow hash, and a
+        // burst of the NIC's limiter (up to 10 ms of frames) would overflow
+        // its 2 MiB while the others stay empty: round robin spreads every
+        // burst over all of them.
+        if rx_pipes.len() > 1 {
+            rx_dev.set_fallback_round_robin(rx_pipes[0], true)?;
+        }
         // Traffic may only start once the NIC steers to the RX pipes.
         settle(&mut rx_dev)?;
         Ok(Self {
@@ -406,7 +447,7 @@ impl Session {
             let (tx_h, rx_h) = if plan.single_core {
                 let h = s.spawn(|| {
                     pin(plan.core);
-                    let r = run_both(&mut tx, &mut rx);
+                    let r = run_both(&mut tx, &mut rx, plan.idle);
                     (r, Ok(()))
                 });
                 (h, None)
@@ -417,7 +458,7 @@ impl Session {
                 });
                 let rx_h = s.spawn(|| {
                     pin(cores.rx);
-                    run_one(&mut rx)
+                    run_rx(&mut rx, plan.idle)
                 });
                 (tx_h, Some(rx_h))
             };
@@ -472,6 +513,20 @@ impl Session {
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
             device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
+    }
+}
+
+impl Drop for Session {
+    /// Gives the port back with the NIC's default fallback policy, flow
+    /// hash, as the limiter and timestamping are given back after a run.
+    fn drop(&mut self) {
+        if self.rx_pipes.len() > 1 && self.rx_dev.check_alive().is_ok() {
+            let _ = self
+                .rx_dev
+                .set_fallback_round_robin(self.rx_pipes[0], false)
+                .map_err(RunError::from)
+                .and_then(|()| Ok(settle(&mut self.rx_dev)?));
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::cli::TrafficSource;
 use crate::rate::{Rate, RateError};
 use crate::search::{Trial, TrialOutcome, TrialSpec};
-use crate::session::{Drain, RunError, RunPlan, Session};
+use crate::session::{Drain, Idle, RunError, RunPlan, Session};
 use crate::stream::{StreamError, TxStream};
 use crate::traffic::SizeSpec;
 
@@ -55,6 +55,8 @@ pub struct DeviceTrial<'a> {
     pub single_core: bool,
     /// First core to pin to.
     pub core: Option<usize>,
+    /// What the receiver does while no frame comes.
+    pub idle: Idle,
     /// Drain after each trial.
     pub drain: Drain,
     /// Set from outside (Ctrl-C) to stop the search.
@@ -71,6 +73,7 @@ impl<'a> DeviceTrial<'a> {
             streams: HashMap::new(),
             single_core: false,
             core: None,
+            idle: Idle::Park,
             drain: Drain::TRIAL,
             stop: None,
         }
@@ -118,6 +121,7 @@ impl Trial for DeviceTrial<'_> {
             duration: Some(spec.duration),
             single_core: self.single_core,
             core: self.core,
+            idle: self.idle,
             drain: self.drain,
             stop: self.stop,
             stats_delay: Duration::from_secs(3600),

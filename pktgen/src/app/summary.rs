@@ -9,34 +9,101 @@ use nic_emu::counters::PortCounters;
 use nic_emu::Stats;
 
 use crate::rate::{Rate, RateLimit};
-use crate::report::{DeviceReport, PortReport, Report};
+use crate::report::{DeviceReport, NicLimit, PortReport, Report};
 use crate::search::SearchResult;
 use crate::session::RunOutcome;
 use crate::stats::{summary_line, Sample};
 use crate::stream::TxStream;
 use crate::zeroloss::MIN_OFFERED;
 
-/// A note when the NIC sent clearly less than the rate asked for, by the
-/// same rate the summary prints (over the send time of the totals).
-pub(super) fn shortfall(
+/// Frames per second sent and asked for, when the NIC sent clearly less
+/// than the rate asked for, by the same rate the summary prints (over the
+/// send time of the totals).
+pub(super) fn short_rate(
     totals: &Sample,
     interrupted: bool,
     limit: Option<RateLimit>,
     stream: &TxStream,
-) -> Option<String> {
+) -> Option<(f64, f64)> {
     let want = Rate::Flits(limit?).pps(&stream.profile());
     let secs = totals.send_ns.unwrap_or(totals.interval).as_secs_f64();
     if interrupted || secs < 0.1 {
         return None;
     }
     let got = totals.tx.pkt_rate_kpps * 1e3;
-    (got < MIN_OFFERED * want).then(|| {
+    (got < MIN_OFFERED * want).then_some((got, want))
+}
+
+/// A note when the NIC sent clearly less than the rate asked for
+/// ([`short_rate`]).
+pub(super) fn shortfall(
+    totals: &Sample,
+    interrupted: bool,
+    limit: Option<RateLimit>,
+    stream: &TxStream,
+) -> Option<String> {
+    short_rate(totals, interrupted, limit, stream).map(|(got, want)| {
         format!(
             "sent {:.3} Mpps, {:.1}% of the {:.3} Mpps asked for: the generator or the emulated NIC could not keep up",
             got / 1e6,
             got / want * 100.0,
             want / 1e6
         )
+    })
+}
+
+/// Whether the emulated NIC, rather than the wire, set the limit of a run:
+/// it dropped frames (by its own counters, `device`) or sent less than
+/// [`MIN_OFFERED`] of the rate asked for (`short`: sent and asked, frames
+/// per second). `None` when neither.
+pub fn nic_limit(device: Option<&DeviceReport>, short: Option<(f64, f64)>) -> Option<NicLimit> {
+    let (dropped, causes, mine) = match device {
+        Some(d) => (
+            d.total_drops,
+            d.drops
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(k, n)| (k.clone(), *n))
+                .collect(),
+            d.generator_drops.values().sum(),
+        ),
+        None => (0, BTreeMap::new(), 0),
+    };
+    let sent_fraction = short.map(|(got, want)| got / want);
+    if dropped == 0 && sent_fraction.is_none() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if dropped > 0 {
+        let why: Vec<String> = causes
+            .iter()
+            .map(|(k, n): (&String, &u64)| format!("{} {n}", k.replace('_', " ")))
+            .collect();
+        let whose = if mine == dropped {
+            "all in the generator's RX pipes".to_string()
+        } else if mine > 0 {
+            format!("{mine} in the generator's RX pipes")
+        } else {
+            "none in the generator's RX pipes".to_string()
+        };
+        parts.push(format!(
+            "the NIC dropped {dropped} frames ({}; {whose})",
+            why.join(", ")
+        ));
+    }
+    if let Some(f) = sent_fraction {
+        parts.push(format!("sent {:.1}% of the rate asked for", f * 100.0));
+    }
+    let line = format!(
+        "{}: the emulated NIC, not the wire, was the limit at this rate",
+        parts.join(" and ")
+    );
+    Some(NicLimit {
+        dropped,
+        causes,
+        in_generator_pipes: mine,
+        sent_fraction,
+        line,
     })
 }
 
@@ -85,6 +152,9 @@ pub(super) fn write_summary(
                 causes.join(", ")
             )?;
         }
+    }
+    if let Some(l) = &report.nic_limit {
+        writeln!(w, "{}", l.line)?;
     }
     if outcome.is_some_and(|o| o.interrupted) {
         writeln!(w, "interrupted")?;

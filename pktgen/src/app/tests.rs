@@ -110,3 +110,60 @@ fn search_summary_says_when_no_rate_was_found_or_it_was_cut_short() {
     );
     assert_eq!(search_status(&z), 130);
 }
+
+#[test]
+fn the_nic_is_named_the_limit_when_it_dropped_or_sent_less() {
+    use crate::report::DeviceReport;
+    use std::collections::BTreeMap;
+    let device = |drops: &[(&str, u64)], mine: u64| DeviceReport {
+        drops: drops.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+        total_drops: drops.iter().map(|(_, n)| n).sum(),
+        generator_drops: BTreeMap::from([
+            ("pipe_full".to_string(), mine),
+            ("notif_ring_full".to_string(), 0),
+        ]),
+        ..DeviceReport::default()
+    };
+    // Nothing dropped, the rate reached (or no counters): no verdict.
+    let clean = device(&[("pipe_full", 0), ("wire_fifo_full", 0)], 0);
+    assert_eq!(nic_limit(Some(&clean), None), None);
+    assert_eq!(nic_limit(None, None), None);
+
+    let d = device(&[("pipe_full", 1200), ("wire_fifo_full", 0)], 1200);
+    let l = nic_limit(Some(&d), None).unwrap();
+    assert_eq!(
+        l.line,
+        "the NIC dropped 1200 frames (pipe full 1200; all in the generator's RX pipes): the \
+         emulated NIC, not the wire, was the limit at this rate"
+    );
+    assert_eq!((l.dropped, l.in_generator_pipes), (1200, 1200));
+    assert_eq!(l.causes, BTreeMap::from([("pipe_full".to_string(), 1200)]));
+    assert_eq!(l.sent_fraction, None);
+
+    let d = device(&[("pipe_full", 30), ("wire_fifo_full", 10)], 0);
+    let l = nic_limit(Some(&d), Some((4.0e6, 5.0e6))).unwrap();
+    assert_eq!(
+        l.line,
+        "the NIC dropped 40 frames (pipe full 30, wire fifo full 10; none in the generator's RX \
+         pipes) and sent 80.0% of the rate asked for: the emulated NIC, not the wire, was the \
+         limit at this rate"
+    );
+    let f = l.sent_fraction.unwrap();
+    assert!((0.799..0.801).contains(&f), "{f}");
+
+    // Sending short alone is enough, and the report carries the verdict.
+    let l = nic_limit(Some(&clean), Some((1.0e6, 2.0e6))).unwrap();
+    assert_eq!(l.dropped, 0);
+    assert!(l
+        .line
+        .starts_with("sent 50.0% of the rate asked for: the emulated NIC"));
+    let cfg = cli::parse(["pktgen", "--size", "64"]).unwrap();
+    let mut report = Report::new(cfg, ClockInfo::emulated_nic());
+    report.nic_limit = Some(l.clone());
+    let mut out = Vec::new();
+    write_summary(&mut out, &report, None).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.ends_with(&format!("{}\n", l.line)), "{text}");
+    let back: Report = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(back.nic_limit, Some(l));
+}

@@ -501,3 +501,41 @@ fn config_round_trips_through_json() {
     assert_eq!(j["traffic"]["synthetic"]["sizes"], "64-128");
     assert_eq!(serde_json::from_value::<Config>(j).unwrap(), c);
 }
+
+#[test]
+fn threads_come_from_the_cores_unless_the_command_line_chooses() {
+    use crate::threads::{choose_threads, usable_core_count, ThreadSource};
+    let cores = usable_core_count();
+    for (args, others) in [(&[][..], 1), (&["--in-process"][..], 2)] {
+        let c = run(args).unwrap();
+        assert_eq!(c.threads, choose_threads(None, cores, others), "{args:?}");
+        assert_eq!(c.threads.source, ThreadSource::Cores);
+        assert_eq!(c.threads.usable_cores, cores);
+        assert_eq!(
+            c.single_core,
+            cores < 2 + others,
+            "{args:?}: {}",
+            c.threads.why
+        );
+    }
+    let c = run(&["--single-core"]).unwrap();
+    assert!(c.single_core);
+    assert_eq!(
+        (c.threads.threads, c.threads.source),
+        (1, ThreadSource::SingleCore)
+    );
+    let c = run(&["--multicore"]).unwrap();
+    assert!(!c.single_core);
+    assert_eq!(
+        (c.threads.threads, c.threads.source),
+        (2, ThreadSource::Multicore)
+    );
+    // The JSON report's configuration carries the choice and its reason.
+    let j = serde_json::to_value(&c).unwrap();
+    assert_eq!(j["threads"]["threads"], 2);
+    assert_eq!(j["threads"]["source"], "multicore");
+    assert!(j["threads"]["why"]
+        .as_str()
+        .unwrap()
+        .ends_with("--multicore"));
+}

@@ -10,8 +10,8 @@ use enso::{Device, TxPipe};
 use nic_emu::wire::FLIT;
 
 use super::{
-    Drain, FileCapture, RunError, RunPlan, ALIVE_CHECK, IDLE_NAP, IDLE_SLEEP, IDLE_YIELD,
-    MAX_FRAME_FOOTPRINT, STALL_TIMEOUT, TX_AHEAD, TX_PIPE_SIZE,
+    Drain, FileCapture, Idle, RunError, RunPlan, ALIVE_CHECK, IDLE_NAP, IDLE_SLEEP, IDLE_YIELD,
+    MAX_FRAME_FOOTPRINT, PARK_AFTER, PARK_SENDING, STALL_TIMEOUT, TX_AHEAD, TX_PIPE_SIZE,
 };
 use crate::pcap::TX_CHUNK_BYTES;
 use crate::stats::{Counters, CycleHistogram, LatencyHistogram};
@@ -99,25 +99,102 @@ pub(super) fn run_one(w: &mut impl Worker) -> Result<(), RunError> {
     Ok(())
 }
 
-pub(super) fn run_both(tx: &mut TxWorker<'_>, rx: &mut RxWorker<'_>) -> Result<(), RunError> {
-    let mut idle = 0u32;
+/// The receive loop on a thread of its own.
+pub(super) fn run_rx(rx: &mut RxWorker<'_>, mode: Idle) -> Result<(), RunError> {
+    let mut idle = Quiet::new(mode);
+    while !rx.done() {
+        match rx.step() {
+            Ok(true) => idle.busy(),
+            Ok(false) => {
+                if let Err(e) = idle.wait(rx.dev, ALIVE_CHECK) {
+                    return fail(rx, e.into());
+                }
+            }
+            Err(e) => return fail(rx, e),
+        }
+    }
+    Ok(())
+}
+
+/// Both loops on one thread. It parks on the receiving handle, whose
+/// frames are what keeps coming while it sends, for at most
+/// [`PARK_SENDING`] until the sending is done.
+pub(super) fn run_both(
+    tx: &mut TxWorker<'_>,
+    rx: &mut RxWorker<'_>,
+    mode: Idle,
+) -> Result<(), RunError> {
+    let mut idle = Quiet::new(mode);
     while !(tx.done() && rx.done()) {
         let a = if tx.done() { Ok(false) } else { tx.step() };
         let b = if rx.done() { Ok(false) } else { rx.step() };
         match (a, b) {
             (Err(e), _) => return fail(tx, e),
             (_, Err(e)) => return fail(rx, e),
-            (Ok(false), Ok(false)) => backoff(&mut idle),
-            _ => idle = 0,
+            (Ok(false), Ok(false)) => {
+                let most = if tx.done() { ALIVE_CHECK } else { PARK_SENDING };
+                if let Err(e) = idle.wait(rx.dev, most) {
+                    return fail(rx, e.into());
+                }
+            }
+            _ => idle.busy(),
         }
     }
     Ok(())
 }
 
-/// Waits a little after a step that found nothing to do: spins, then
-/// yields, then sleeps, so that an idle generator leaves the CPU to the NIC
-/// and the device under test (which matters when they share cores). A
-/// sleeping receiver costs no accuracy: the NIC writes the RTT when the
+/// What a receiving loop does after a poll that found nothing: polls
+/// again (spinning, yielding now and then) and, with [`Idle::Park`], once
+/// nothing came for [`PARK_AFTER`], sleeps in [`Device::wait`] until the
+/// NIC has something for the handle, or at most a given time. At
+/// saturation a poll finds frames at least every few microseconds, so the
+/// receiver never parks then; idle, it costs nothing.
+struct Quiet {
+    mode: Idle,
+    polls: u32,
+    since: Option<Instant>,
+}
+
+impl Quiet {
+    fn new(mode: Idle) -> Self {
+        Self {
+            mode,
+            polls: 0,
+            since: None,
+        }
+    }
+
+    #[inline]
+    fn busy(&mut self) {
+        self.polls = 0;
+        self.since = None;
+    }
+
+    #[inline]
+    fn wait(&mut self, dev: &mut Device, most: Duration) -> Result<(), enso::DeviceError> {
+        self.polls = self.polls.saturating_add(1);
+        if self.mode == Idle::Park {
+            let now = Instant::now();
+            let since = *self.since.get_or_insert(now);
+            if now - since >= PARK_AFTER {
+                dev.wait(most)?;
+                return Ok(());
+            }
+        }
+        if self.polls.is_multiple_of(IDLE_YIELD) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+}
+
+/// Waits a little after a step of the transmit thread that found nothing
+/// to do: spins, then yields, then sleeps, so that an idle generator
+/// leaves the CPU to the NIC and the device under test (which matters
+/// when they share cores). The receiving loops park instead ([`Quiet`]).
+/// A sleeping receiver costs no accuracy: the NIC writes the RTT when the
 /// frame reaches the pipe, and a pipe holds milliseconds of frames.
 #[inline]
 fn backoff(idle: &mut u32) {
