@@ -214,7 +214,10 @@ fn a_batch_of_returns_counts_what_returns_one_by_one_count() {
             }
         }
         assert_eq!(batch.counters, one.counters, "{verify:?}");
-        assert_eq!(one.counters.returned, sent.len() as u64 + u64::from(count.is_none()));
+        assert_eq!(
+            one.counters.returned,
+            sent.len() as u64 + u64::from(count.is_none())
+        );
         assert_eq!(one.counters.foreign, 1, "{verify:?}");
         assert!(one.counters.corrupt >= 1, "{verify:?}");
     }
