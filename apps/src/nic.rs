@@ -91,6 +91,13 @@ pub trait ReplyHandler {
     /// [`REPLY_BURST`] requests at a time.
     #[inline]
     fn prefetch(&mut self, _request: &[u8]) {}
+
+    /// Called for each request of a burst after [`ReplyHandler::prefetch`]
+    /// was called for all of them and before any is handled: a second
+    /// hint, for what the first pass's loads lead to (the default does
+    /// nothing).
+    #[inline]
+    fn prefetch_more(&mut self, _request: &[u8]) {}
 }
 
 /// Requests an [`EnsoReplyDriver`] prefetches and then answers at a time
@@ -106,6 +113,11 @@ impl ReplyHandler for KvServer {
     #[inline]
     fn prefetch(&mut self, request: &[u8]) {
         KvServer::prefetch(self, request);
+    }
+
+    #[inline]
+    fn prefetch_more(&mut self, request: &[u8]) {
+        KvServer::prefetch_items(self, request);
     }
 }
 
@@ -154,6 +166,11 @@ impl<H: ReplyHandler> ReplyHandler for Hosted<H> {
     #[inline]
     fn prefetch(&mut self, request: &[u8]) {
         self.app.prefetch(request);
+    }
+
+    #[inline]
+    fn prefetch_more(&mut self, request: &[u8]) {
+        self.app.prefetch_more(request);
     }
 }
 
@@ -449,6 +466,9 @@ impl EnsoReplyDriver {
                     k += 1;
                 }
                 for &(s, len) in &window[..k] {
+                    h.prefetch_more(&data[s..s + len]);
+                }
+                for &(s, len) in &window[..k] {
                     frames += 1;
                     stats.bytes += len as u64;
                     // Where this request's flits end (padding included).
@@ -587,6 +607,9 @@ impl PacketizedReplyDriver {
         let n = self.dev.rx_burst(q, &mut self.rx, self.burst)?;
         for m in &self.rx {
             h.prefetch(self.dev.mbuf_data(m));
+        }
+        for m in &self.rx {
+            h.prefetch_more(self.dev.mbuf_data(m));
         }
         for mut m in self.rx.drain(..) {
             self.stats.bytes += m.len() as u64;
