@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | echo, Maglev | `PacketHandler` (in place, [`Verdict::Forward`](crate::Verdict)) | `enso::EnsoDriver`, RX/TX pipes, zero-copy send | `enso::PacketizedDriver` |
 //! | telemetry, log monitor (packets) | `PacketHandler` ([`Verdict::Consume`](crate::Verdict)) | `enso::EnsoDriver`, RX pipes | `enso::PacketizedDriver` |
-//! | KV store | [`ReplyHandler`] (response may be larger) | [`EnsoReplyDriver`]: RX pipes in, a TX pipe out | [`PacketizedReplyDriver`] |
+//! | KV store | [`ReplyHandler`] (response may be larger) | [`EnsoReplyDriver`]: RX/TX pipes, in place when the response fits, else a TX pipe | [`PacketizedReplyDriver`] |
 //! | log monitor (bytestream) | [`StreamHandler`] | [`EnsoStreamDriver`]: stream pipes | (packet path only) |
 //!
 //! [`AppDriver`] puts the drivers behind one trait so a serving loop is
