@@ -30,6 +30,9 @@ struct Args {
     /// Frames handled per burst (prefetched together).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=4096))]
     burst: u16,
+    /// Skip the second prefetch pass (the log items), to compare.
+    #[arg(long)]
+    no_item_prefetch: bool,
     /// Measured seconds.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -81,6 +84,11 @@ fn main() {
             for chunk in frames.chunks(burst) {
                 for f in chunk {
                     server.prefetch(f);
+                }
+                if !a.no_item_prefetch {
+                    for f in chunk {
+                        server.prefetch_items(f);
+                    }
                 }
                 for (f, o) in chunk.iter().zip(out.iter_mut()) {
                     // Drops are counted in the server's statistics.

@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | echo, Maglev | `PacketHandler` (in place, [`Verdict::Forward`](crate::Verdict)) | `enso::EnsoDriver`, RX/TX pipes, zero-copy send | `enso::PacketizedDriver` |
 //! | telemetry, log monitor (packets) | `PacketHandler` ([`Verdict::Consume`](crate::Verdict)) | `enso::EnsoDriver`, RX pipes | `enso::PacketizedDriver` |
-//! | KV store | [`ReplyHandler`] (response may be larger) | [`EnsoReplyDriver`]: RX pipes in, a TX pipe out | [`PacketizedReplyDriver`] |
+//! | KV store | [`ReplyHandler`] (response may be larger) | [`EnsoReplyDriver`]: RX/TX pipes, in place when the response fits, else a TX pipe | [`PacketizedReplyDriver`] |
 //! | log monitor (bytestream) | [`StreamHandler`] | [`EnsoStreamDriver`]: stream pipes | (packet path only) |
 //!
 //! [`AppDriver`] puts the drivers behind one trait so a serving loop is
@@ -13,19 +13,23 @@
 //!
 //! # Replies
 //!
-//! A request and its response cannot share bytes (the response may be
-//! longer and is built while the request is read), and `enso` hands out an
-//! RX batch and a TX pipe span only one at a time (both borrow the device
-//! handle). So on both interfaces a response is built into a small buffer
-//! owned by the driver and copied once to where it is sent from:
+//! A request and its response cannot share bytes while the response is
+//! built (it may be longer, and the request is read as it is written), so
+//! on both interfaces a response is built into a small buffer owned by the
+//! driver, which stays in cache, and copied once to where it is sent from:
 //!
-//! * Ensō: responses to one batch of requests are staged back to back on
-//!   64 B boundaries (as the NIC expects them in a TX pipe), the requests
-//!   are freed, then the staged bytes go into the TX pipe with one
-//!   `tx_buf` copy and one `send` (one TX notification per batch).
-//! * Packetized: each response is built, then copied into the request's own
-//!   2 KiB buffer (any response fits), which `tx_burst` sends on the queue
-//!   it came from; no buffer is allocated per request.
+//! * Ensō: into the RX/TX pipe the request arrived in, over the lines of
+//!   the requests already answered, when it fits there (the usual KV
+//!   response: a small value, a SET or DELETE status); the pipe then sends
+//!   a poll's responses where they lie (zero-copy, as echo and Maglev do)
+//!   and the lines left over are handed back. The first response of a poll
+//!   that does not fit, and all after it, go into the driver's TX pipe,
+//!   so responses leave in request order.
+//! * Packetized: into the request's own 2 KiB buffer (any response fits),
+//!   which `tx_burst` sends on the queue it came from; no buffer is
+//!   allocated per request.
+//!
+//! Either way the response bytes on the wire are the same.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -87,6 +91,13 @@ pub trait ReplyHandler {
     /// [`REPLY_BURST`] requests at a time.
     #[inline]
     fn prefetch(&mut self, _request: &[u8]) {}
+
+    /// Called for each request of a burst after [`ReplyHandler::prefetch`]
+    /// was called for all of them and before any is handled: a second
+    /// hint, for what the first pass's loads lead to (the default does
+    /// nothing).
+    #[inline]
+    fn prefetch_more(&mut self, _request: &[u8]) {}
 }
 
 /// Requests an [`EnsoReplyDriver`] prefetches and then answers at a time
@@ -102,6 +113,11 @@ impl ReplyHandler for KvServer {
     #[inline]
     fn prefetch(&mut self, request: &[u8]) {
         KvServer::prefetch(self, request);
+    }
+
+    #[inline]
+    fn prefetch_more(&mut self, request: &[u8]) {
+        KvServer::prefetch_items(self, request);
     }
 }
 
@@ -150,6 +166,11 @@ impl<H: ReplyHandler> ReplyHandler for Hosted<H> {
     #[inline]
     fn prefetch(&mut self, request: &[u8]) {
         self.app.prefetch(request);
+    }
+
+    #[inline]
+    fn prefetch_more(&mut self, request: &[u8]) {
+        self.app.prefetch_more(request);
     }
 }
 
@@ -232,8 +253,13 @@ pub fn add_fallback_rx_pipes(
     (0..n).map(|_| d.dev.alloc_rx_pipe_on(port, true)).collect()
 }
 
-/// Bytes of responses an [`EnsoReplyDriver`] writes per poll at most.
+/// Bytes of responses an [`EnsoReplyDriver`] writes into its TX pipe per
+/// poll at most.
 pub const STAGING_BYTES: usize = 64 << 10;
+/// Requests an [`EnsoReplyDriver`] answers per poll at most, so that one
+/// busy pipe neither holds its requests' lines nor its TX notifications for
+/// long.
+pub const MAX_POLL_FRAMES: usize = 128;
 /// Room one response may take in a TX stream: the largest frame behind a
 /// marker flit.
 pub(crate) const MAX_STREAM_FRAME: usize = MAX_FRAME_LEN + FLIT;
@@ -243,33 +269,77 @@ pub(crate) const MAX_STREAM_FRAME: usize = MAX_FRAME_LEN + FLIT;
 /// must hold [`MAX_STREAM_FRAME`] bytes) and returns the bytes it takes, a
 /// multiple of 64.
 pub(crate) fn place_in_stream(slot: &mut [u8], n: usize) -> Result<usize, FrameError> {
-    let p = wire::place(&slot[..n])?;
-    if p.marker {
-        slot.copy_within(0..p.len, FLIT);
-        let mut m = [0u8; FLIT];
-        wire::write_marker(&mut m, p.len);
-        slot[..FLIT].copy_from_slice(&m);
+    let (marker, len, bytes) = stream_place(&slot[..n])?;
+    if marker {
+        slot.copy_within(0..len, FLIT);
+        let m: &mut [u8; FLIT] = (&mut slot[..FLIT]).try_into().expect("a flit");
+        wire::write_marker(m, len);
     }
-    Ok(p.flits * FLIT)
+    Ok(bytes)
 }
 
-/// Runs a [`ReplyHandler`] over Ensō pipes: requests arrive in RX pipes,
-/// responses leave through one TX pipe, one `send` per batch, out of the
-/// port the batch came from.
+/// How `frame` goes into a TX stream: whether behind a marker flit, the
+/// length the NIC will send (what its headers state) and the bytes it
+/// takes there (a multiple of 64). The usual response, untagged IPv4 whose
+/// total length is the frame's, is decided from two header fields without
+/// parsing it again; anything else is placed by its headers.
+#[inline]
+fn stream_place(frame: &[u8]) -> Result<(bool, usize, usize), FrameError> {
+    let n = frame.len();
+    if n >= 34 && frame[12] == 0x08 && frame[13] == 0x00 {
+        let stated = 14 + usize::from(u16::from_be_bytes([frame[16], frame[17]]));
+        if stated == n && n <= wire::MAX_FRAME {
+            return Ok((false, n, n.next_multiple_of(FLIT)));
+        }
+    }
+    let p = wire::place(frame)?;
+    Ok((p.marker, p.len, p.flits * FLIT))
+}
+
+/// Writes `frame` at the start of `dest` as a TX stream holds it (behind a
+/// marker flit if `marker`).
+#[inline]
+fn put_in_stream(dest: &mut [u8], frame: &[u8], marker: bool) {
+    if marker {
+        let m: &mut [u8; FLIT] = (&mut dest[..FLIT]).try_into().expect("a flit");
+        wire::write_marker(m, frame.len());
+        dest[FLIT..FLIT + frame.len()].copy_from_slice(frame);
+    } else {
+        dest[..frame.len()].copy_from_slice(frame);
+    }
+}
+
+/// Runs a [`ReplyHandler`] over Ensō pipes, out of the port a request came
+/// from.
+///
+/// In an RX/TX pipe (what [`EnsoReplyDriver::add_fallback_pipes_on`]
+/// allocates) a response that fits in the lines its requests took is
+/// written there, over requests already answered, and the pipe sends the
+/// responses of a poll where they lie (one zero-copy send). The first
+/// response of a poll that does not fit (a large value) and all after it go
+/// into the driver's TX pipe instead, so responses leave in request order.
+/// Requests in RX-only pipes are always answered through the TX pipe.
 #[derive(Debug)]
 pub struct EnsoReplyDriver {
     /// The device handle.
     pub dev: Device,
     /// `forwarded` counts responses sent, `dropped` requests not answered.
     pub stats: DriverStats,
+    /// Responses sent in place from an RX/TX pipe.
+    pub sent_in_place: u64,
+    /// Responses sent through the TX pipe.
+    pub sent_via_tx: u64,
     tx: TxPipe,
     ports: HashMap<RxPipe, u32>,
     /// The last pipe looked up in `ports` and its port (polls mostly find
     /// the same pipe again; a hash lookup per poll cost measurable time).
     last_port: Option<(RxPipe, u32)>,
-    /// Bytes of responses written per poll at most.
+    /// Bytes of responses written into the TX pipe per poll at most.
     per_poll: usize,
     credits: u32,
+    /// Where each response is built before it is copied to where it is
+    /// sent from (a request and its response may share lines).
+    scratch: Box<[u8]>,
 }
 
 impl EnsoReplyDriver {
@@ -287,19 +357,22 @@ impl EnsoReplyDriver {
         Ok(Self {
             dev,
             stats: DriverStats::default(),
+            sent_in_place: 0,
+            sent_via_tx: 0,
             tx,
             ports: HashMap::new(),
             last_port: None,
             per_poll,
             credits,
+            scratch: vec![0u8; MAX_FRAME_LEN].into_boxed_slice(),
         })
     }
 
-    /// Allocates `n` RX pipes that receive fallback traffic of `port`;
+    /// Allocates `n` RX/TX pipes that receive fallback traffic of `port`;
     /// responses go back out of it.
     pub fn add_fallback_pipes_on(&mut self, port: u32, n: u32) -> Result<Vec<RxPipe>, AllocError> {
         let v = (0..n)
-            .map(|_| self.dev.alloc_rx_pipe_on(port, true))
+            .map(|_| self.dev.alloc_rxtx_pipe_on(port, true).map(|p| p.rx()))
             .collect::<Result<Vec<_>, _>>()?;
         for p in &v {
             self.ports.insert(*p, port);
@@ -315,23 +388,25 @@ impl EnsoReplyDriver {
         self.last_port = None;
     }
 
-    /// The TX pipe responses leave through.
+    /// The TX pipe responses leave through when they are not sent in place.
     pub fn tx_pipe(&self) -> TxPipe {
         self.tx
     }
 
-    /// Answers the requests of one pipe with data, if any: as many as
-    /// there is room for responses (in the staging buffer and, without
-    /// waiting, in the TX pipe); the rest stays for the next poll. Returns
-    /// the requests handled.
+    /// Answers the requests of one pipe with data, if any: at most
+    /// [`MAX_POLL_FRAMES`], and only as many as the TX pipe has room for
+    /// should their responses need it (without waiting); the rest stays for
+    /// the next poll. Returns the requests handled.
     pub fn poll<H: ReplyHandler + ?Sized>(&mut self, h: &mut H) -> Result<usize, DriverError> {
         let Some(p) = self.dev.next_pipe_with_data()? else {
             self.dev.reap_completions()?;
             return Ok(0);
         };
         // Answer only as many requests as the TX pipe and the TX credits
-        // take now: never wait on the NIC with requests in hand.
-        if self.dev.tx_in_flight() + 2 > self.credits {
+        // take now: never wait on the NIC with requests in hand. A poll
+        // takes at most three notifications (in-place send, skip, TX send)
+        // and a send may take two (at the end of a pipe).
+        if self.dev.tx_in_flight() + 5 > self.credits {
             self.dev.reap_completions()?;
             return Ok(0);
         }
@@ -347,65 +422,115 @@ impl EnsoReplyDriver {
                 port
             }
         };
-        let (mut frames, mut used, mut out) = (0usize, 0usize, 0usize);
-        let (total, err) = {
-            // Responses are written straight into the TX pipe, behind
-            // whatever is in flight, and sent below.
-            let (batch, span) = self.dev.recv_with_tx_span(p, self.tx, room)?;
+        let rxtx = self.dev.as_rxtx(p);
+        let scratch = &mut self.scratch[..];
+        let stats = &mut self.stats;
+        // Requests handled; where the last one's lines end; where the
+        // responses written in place end; bytes written into the TX span.
+        let (mut frames, mut used, mut here, mut out) = (0usize, 0usize, 0usize, 0usize);
+        let mut in_place = rxtx.is_some();
+        let (total, placed_here, placed_tx, err) = {
+            let (mut batch, span) = self.dev.recv_with_tx_span(p, self.tx, room)?;
             let room = span.len();
-            let base = batch.bytes().as_ptr() as usize;
-            let mut it = batch.packets();
-            let mut window: [&[u8]; REPLY_BURST] = [&[]; REPLY_BURST];
+            let data = batch.bytes_mut();
+            let total = data.len();
+            // Where the next request's flits start.
+            let mut at = 0usize;
+            let mut err = None;
+            let (mut placed_here, mut placed_tx) = (0u64, 0u64);
+            // (start, length) of the requests of a burst.
+            let mut window = [(0usize, 0usize); REPLY_BURST];
             loop {
-                // As many requests as there is room to answer, at most a
-                // burst: prefetched first, then answered.
-                let fit = ((room - out) / MAX_STREAM_FRAME).min(REPLY_BURST);
+                // As many requests as the TX span could take the responses
+                // of, at most a burst: prefetched first, then answered.
+                let fit = ((room - out) / MAX_STREAM_FRAME)
+                    .min(REPLY_BURST)
+                    .min(MAX_POLL_FRAMES - frames);
                 let mut k = 0;
-                while k < fit {
-                    let Some(req) = it.next() else { break };
-                    h.prefetch(req);
-                    window[k] = req;
+                while k < fit && at < total {
+                    let d = match wire::delimit(&data[at..]) {
+                        Ok(d) if d.start + d.len <= total - at => d,
+                        Ok(_) => {
+                            err = Some(FrameError::Truncated);
+                            break;
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    };
+                    let s = at + d.start;
+                    h.prefetch(&data[s..s + d.len]);
+                    window[k] = (s, d.len);
+                    at += (d.flits * FLIT).min(total - at);
                     k += 1;
                 }
-                for &req in &window[..k] {
+                for &(s, len) in &window[..k] {
+                    h.prefetch_more(&data[s..s + len]);
+                }
+                for &(s, len) in &window[..k] {
                     frames += 1;
-                    self.stats.bytes += req.len() as u64;
-                    // Where this request's flits end (marker and padding
-                    // included).
-                    used = (req.as_ptr() as usize + req.len() - base).next_multiple_of(FLIT);
-                    let slot = &mut span[out..out + MAX_STREAM_FRAME];
-                    let placed = match h.reply(req, &mut slot[..MAX_FRAME_LEN]) {
-                        Some(n) if n <= MAX_FRAME_LEN => place_in_stream(slot, n).ok(),
+                    stats.bytes += len as u64;
+                    // Where this request's flits end (padding included).
+                    used = (s + len).next_multiple_of(FLIT).min(total);
+                    let placed = match h.reply(&data[s..s + len], scratch) {
+                        Some(n) if (1..=MAX_FRAME_LEN).contains(&n) => {
+                            stream_place(&scratch[..n]).ok()
+                        }
                         _ => None,
                     };
-                    match placed {
-                        Some(len) => {
-                            out += len;
-                            self.stats.forwarded += 1;
-                        }
-                        None => self.stats.dropped += 1,
+                    let Some((marker, n, bytes)) = placed else {
+                        stats.dropped += 1;
+                        continue;
+                    };
+                    stats.forwarded += 1;
+                    if in_place && here + bytes <= used {
+                        // Over this request and those answered before it,
+                        // all read already.
+                        put_in_stream(&mut data[here..here + bytes], &scratch[..n], marker);
+                        here += bytes;
+                        placed_here += 1;
+                    } else {
+                        in_place = false;
+                        put_in_stream(&mut span[out..out + bytes], &scratch[..n], marker);
+                        out += bytes;
+                        placed_tx += 1;
                     }
                 }
                 if k < fit || k == 0 {
                     break;
                 }
             }
-            (batch.len(), it.error())
+            (total, placed_here, placed_tx, err)
         };
         if let Some(e) = err {
-            return Err(DriverError::Corrupt(e));
+            if frames == 0 {
+                return Err(DriverError::Corrupt(e));
+            }
         }
         if used < total {
-            // No room for more responses this time: the rest is handed out
-            // again by the next poll.
+            // Not answered this time: handed out again by the next poll
+            // (which reports bytes that are not frames).
             self.dev.unconsume(p, total - used)?;
         }
-        if used > 0 {
-            self.dev.free(p, used)?;
+        match rxtx {
+            Some(pipe) => {
+                if here > 0 {
+                    self.dev.send_and_free_on(pipe, here, port)?;
+                }
+                if used > here {
+                    // Requests answered through the TX pipe or not at all.
+                    self.dev.discard(pipe, used - here)?;
+                }
+            }
+            None if used > 0 => self.dev.free(p, used)?,
+            None => {}
         }
         if out > 0 {
             self.dev.send(self.tx, out, port)?;
         }
+        self.sent_in_place += placed_here;
+        self.sent_via_tx += placed_tx;
         self.stats.frames += frames as u64;
         self.stats.batches += 1;
         Ok(frames)
@@ -482,6 +607,9 @@ impl PacketizedReplyDriver {
         let n = self.dev.rx_burst(q, &mut self.rx, self.burst)?;
         for m in &self.rx {
             h.prefetch(self.dev.mbuf_data(m));
+        }
+        for m in &self.rx {
+            h.prefetch_more(self.dev.mbuf_data(m));
         }
         for mut m in self.rx.drain(..) {
             self.stats.bytes += m.len() as u64;

@@ -98,18 +98,20 @@ fn run(a: Args) -> CliResult<()> {
             st.requests, st.get_hits, st.gets
         )
     };
-    let (served, driver) = match s.interface {
+    // Ensō: responses sent in place from the RX/TX pipe and through the
+    // TX pipe.
+    let (served, driver, sent) = match s.interface {
         Interface::Enso => {
             let mut d = EnsoReplyDriver::new(dev)?;
             d.add_fallback_pipes_on(port, s.pipes)?;
             let r = cli::serve("kv", &s.connect, &mut d, &mut server, extra, |_| {})?;
-            (r, d.stats.clone())
+            (r, d.stats.clone(), Some((d.sent_in_place, d.sent_via_tx)))
         }
         Interface::Packetized => {
             let mut d = PacketizedReplyDriver::new(dev, s.burst());
             d.add_rss_queues_on(port, s.pipes)?;
             let r = cli::serve("kv", &s.connect, &mut d, &mut server, extra, |_| {})?;
-            (r, d.stats.clone())
+            (r, d.stats.clone(), None)
         }
     };
     let (st, host) = (server.app.stats(), server.host.stats());
@@ -124,6 +126,8 @@ fn run(a: Args) -> CliResult<()> {
             "store": server.app.store().stats(),
             "host": host,
             "driver": driver,
+            "responses_in_place": sent.map(|s| s.0),
+            "responses_via_tx_pipe": sent.map(|s| s.1),
         });
         println!("{out}");
     } else {

@@ -263,6 +263,26 @@ impl KvServer {
         }
     }
 
+    /// Prefetches the log items the requests in `request` name, by their
+    /// buckets: the second pass over a burst, after [`KvServer::prefetch`]
+    /// of all of it (as MICA does), so that the buckets' loads have been
+    /// overlapped and the items' loads are too.
+    #[inline]
+    pub fn prefetch_items(&self, request: &[u8]) {
+        let Some(&count) = request.get(UDP_PAYLOAD_OFFSET + 3) else {
+            return;
+        };
+        let mut at = UDP_PAYLOAD_OFFSET + BATCH_HEADER_LEN;
+        for _ in 0..usize::from(count).min(wire::MAX_BATCH) {
+            let Some(h) = request.get(at..at + MESSAGE_HEADER_LEN) else {
+                return;
+            };
+            let (key_hash, len) = wire::header_fields(h);
+            self.store.prefetch_item(key_hash);
+            at += len;
+        }
+    }
+
     /// Executes the requests in `request` (an Ethernet frame) and writes the
     /// response frame into `response`, returning its length. Drops are
     /// counted in [`ServerStats`] and returned.

@@ -320,6 +320,25 @@ impl Partition {
         enso::hint::prefetch_read_at(bucket, 64);
     }
 
+    /// Asks the CPU to start loading the log item that the index bucket of
+    /// `hash` names for it (the first slot with its tag), so that a later
+    /// operation on the key finds the item in cache. Call it after
+    /// [`Partition::prefetch`] of a whole burst, when the buckets have had
+    /// time to arrive (MICA's second prefetch pass). A hint: it reads the
+    /// bucket, never faults and changes nothing.
+    #[inline]
+    pub fn prefetch_item(&self, hash: u64) {
+        let tag = tag_of(hash);
+        let bucket = &self.buckets[self.bucket_index(hash)];
+        let Some(&slot) = bucket.slots.iter().find(|&&s| s >> OFFSET_BITS == tag) else {
+            return;
+        };
+        if let Some(offset) = self.slot_offset(slot) {
+            let p = (offset & self.log_mask) as usize;
+            enso::hint::prefetch_read(&self.log[p]);
+        }
+    }
+
     /// The value stored under `key` (whose hash is `hash`).
     #[inline]
     pub fn get(&self, key: &[u8], hash: u64) -> Option<&[u8]> {

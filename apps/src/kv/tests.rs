@@ -319,6 +319,8 @@ fn prefetching_changes_no_answer() {
         let n = client.next_frame(&mut req).unwrap();
         hinted.prefetch(&req[..n]);
         hinted.prefetch(&req[..n / 2]);
+        hinted.prefetch_items(&req[..n]);
+        hinted.prefetch_items(&req[..n / 2]);
         let ra = plain.handle(&req[..n], &mut a);
         hinted.prefetch(&req[..n]);
         let rb = hinted.handle(&req[..n], &mut b);
@@ -364,6 +366,7 @@ fn random_bytes_never_panic_and_every_frame_is_accounted_for() {
         let out_len = rng.gen_range(0..=MAX_FRAME_LEN);
         // The prefetch hint reads the same hostile bytes first.
         s.prefetch(&frame);
+        s.prefetch_items(&frame);
         if let Ok(len) = s.handle(&frame, &mut out[..out_len]) {
             answered += 1;
             assert!(len <= out_len);
