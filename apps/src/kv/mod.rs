@@ -249,18 +249,7 @@ impl KvServer {
     /// other frame it prefetches harmless addresses or stops.
     #[inline]
     pub fn prefetch(&self, request: &[u8]) {
-        let Some(&count) = request.get(UDP_PAYLOAD_OFFSET + 3) else {
-            return;
-        };
-        let mut at = UDP_PAYLOAD_OFFSET + BATCH_HEADER_LEN;
-        for _ in 0..usize::from(count).min(wire::MAX_BATCH) {
-            let Some(h) = request.get(at..at + MESSAGE_HEADER_LEN) else {
-                return;
-            };
-            let (key_hash, len) = wire::header_fields(h);
-            self.store.prefetch(key_hash);
-            at += len;
-        }
+        for_each_key_hash(request, |h| self.store.prefetch(h));
     }
 
     /// Prefetches the log items the requests in `request` name, by their
@@ -269,18 +258,7 @@ impl KvServer {
     /// overlapped and the items' loads are too.
     #[inline]
     pub fn prefetch_items(&self, request: &[u8]) {
-        let Some(&count) = request.get(UDP_PAYLOAD_OFFSET + 3) else {
-            return;
-        };
-        let mut at = UDP_PAYLOAD_OFFSET + BATCH_HEADER_LEN;
-        for _ in 0..usize::from(count).min(wire::MAX_BATCH) {
-            let Some(h) = request.get(at..at + MESSAGE_HEADER_LEN) else {
-                return;
-            };
-            let (key_hash, len) = wire::header_fields(h);
-            self.store.prefetch_item(key_hash);
-            at += len;
-        }
+        for_each_key_hash(request, |h| self.store.prefetch_item(h));
     }
 
     /// Executes the requests in `request` (an Ethernet frame) and writes the
@@ -435,6 +413,26 @@ fn answer(
     };
     *by_cause += 1;
     stats.errors += 1;
+}
+
+/// Calls `f` with the key hash of each request in `request` (an Ethernet
+/// frame), where a well-formed IPv4/UDP request has them: the walk both
+/// prefetch passes take. On any other frame it reads harmless hashes or
+/// stops.
+#[inline(always)]
+fn for_each_key_hash(request: &[u8], mut f: impl FnMut(u64)) {
+    let Some(&count) = request.get(UDP_PAYLOAD_OFFSET + 3) else {
+        return;
+    };
+    let mut at = UDP_PAYLOAD_OFFSET + BATCH_HEADER_LEN;
+    for _ in 0..usize::from(count).min(wire::MAX_BATCH) {
+        let Some(h) = request.get(at..at + MESSAGE_HEADER_LEN) else {
+            return;
+        };
+        let (key_hash, len) = wire::header_fields(h);
+        f(key_hash);
+        at += len;
+    }
 }
 
 #[cfg(test)]
