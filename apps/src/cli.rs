@@ -54,8 +54,8 @@ pub enum Idle {
 }
 
 /// How long a serving loop polls without finding work before it parks
-/// (`--idle park`).
-pub const PARK_AFTER: Duration = Duration::from_micros(500);
+/// (`--idle park`): the library's threshold.
+pub use enso::PARK_AFTER;
 
 /// [`ConnectArgs`] plus the interface and how many pipes or queues to
 /// serve.

@@ -39,6 +39,12 @@ pub use config::MAX_FLOW_RULES;
 pub use counters::{PipeDrops, PortDrops, PortStats};
 pub use split::TxHalf;
 
+/// How long a polling loop should find nothing before it sleeps in
+/// [`Device::wait`]: short enough that an idle NIC costs almost nothing,
+/// long enough that a loop at saturation never makes the call. The servers
+/// and the packet generator park after it.
+pub const PARK_AFTER: Duration = Duration::from_micros(500);
+
 /// Notifications consumed per poll at most (then one head write).
 const NOTIF_BATCH: u32 = 64;
 /// How long to wait for a device that is still there before calling it

@@ -194,7 +194,7 @@ pub use app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDri
 pub use batch::{FrameSpan, Frames, Packets, PacketsMut, RxBatch};
 pub use device::{
     Device, DeviceOptions, DeviceStats, FlowRule, PipeDrops, PortDrops, PortStats, RxPipe,
-    RxTxPipe, TxHalf, TxPipe, MAX_FLOW_RULES,
+    RxTxPipe, TxHalf, TxPipe, MAX_FLOW_RULES, PARK_AFTER,
 };
 pub use enso_abi::timestamp::{TsFormat, NS_PER_CYCLE};
 pub use error::*;

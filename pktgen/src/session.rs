@@ -44,8 +44,8 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes the largest frame takes in a TX stream (marker flit included).
 const MAX_FRAME_FOOTPRINT: usize = FLIT + MAX_FRAME.div_ceil(FLIT) * FLIT;
 /// How long the receiver polls without finding a frame before it parks
-/// (`Idle::Park`), as the servers do.
-pub const PARK_AFTER: Duration = Duration::from_micros(500);
+/// (`Idle::Park`): the library's threshold, as the servers use it.
+pub use enso::PARK_AFTER;
 /// Longest park of a receiver that is also the sender (one thread), while
 /// it still sends: far below [`TX_AHEAD`], so the NIC's limiter never runs
 /// out of queued frames while it sleeps.
