@@ -124,6 +124,25 @@ pub struct RigConfig {
     /// flow table and one that no rule claims is dropped (`no_match`).
     #[serde(default)]
     pub flow_rules: bool,
+    /// What the engine and the application do without work.
+    #[serde(default)]
+    pub idle: RigIdle,
+}
+
+/// What a rig's engine and application do without work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RigIdle {
+    /// The engine parks as a device does by default (after
+    /// [`nic_emu::device::DEFAULT_PARK_AFTER`]); the application spins.
+    #[default]
+    EngineParks,
+    /// Neither parks: both poll all the time.
+    Spin,
+    /// Both park, as the servers' `--idle park`: the engine after
+    /// [`enso::PARK_AFTER`] without work, the application waits for data
+    /// ([`enso::Device::wait`]) after as long without any.
+    Park,
 }
 
 impl RigConfig {
@@ -149,6 +168,7 @@ impl RigConfig {
             perf_counters: false,
             timestamps: false,
             flow_rules: false,
+            idle: RigIdle::EngineParks,
         }
     }
 
@@ -418,7 +438,15 @@ impl Rig {
             config.device(&name),
             RunOptions {
                 core: placement.core(Side::A),
-                idle_sleep_after: Some(20_000),
+                park_after: match config.idle {
+                    RigIdle::EngineParks => RunOptions::default().park_after,
+                    RigIdle::Spin => None,
+                    RigIdle::Park => Some(enso::PARK_AFTER),
+                },
+                idle_sleep_after: match config.idle {
+                    RigIdle::Spin => None,
+                    _ => Some(20_000),
+                },
                 ..Default::default()
             },
         )?;
@@ -605,6 +633,7 @@ impl Rig {
             dropped: CachePadded::new(AtomicU64::new(0)),
             started: CachePadded::new(AtomicU8::new(0)),
             perf: self.config.perf_counters,
+            park: self.config.idle == RigIdle::Park,
         });
         let steal = StealCounter::start();
         let nic_preempted = self

@@ -61,6 +61,18 @@ pub(crate) struct LatencyArgs {
     /// Tries at a rate before it counts as lossy.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub(crate) attempts: u32,
+    /// Rate of the lowest load, where the NIC and the echo server sleep
+    /// between frames and the wake-up cost is measured (frames per second,
+    /// below 2000 so that both park before each frame); 0: not measured.
+    #[arg(long, default_value_t = 1000.0)]
+    pub(crate) wake_pps: f64,
+    /// Rounds of the wake-up measurement (each one trial spinning, one
+    /// parking).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) wake_rounds: u32,
+    /// Trial length of the wake-up measurement.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub(crate) wake_trial_ms: u64,
     /// Write a results directory under results/.
     #[arg(long)]
     pub(crate) save: bool,
@@ -88,6 +100,14 @@ pub(crate) fn plan(args: &LatencyArgs) -> Result<LatencyPlan, String> {
     plan.warmup = Duration::from_millis(args.warmup_ms);
     plan.precision = args.precision;
     plan.attempts = args.attempts;
+    // Slower than one frame per park threshold, or the sides never sleep.
+    let most = 1.0 / enso::PARK_AFTER.as_secs_f64();
+    if !(args.wake_pps == 0.0 || (args.wake_pps >= 10.0 && args.wake_pps < most)) {
+        return Err(format!(
+            "--wake-pps must be 0 (not measured) or in [10, {most:.0}) frames per second, \
+             so that the NIC and the server sleep between frames"
+        ));
+    }
     Ok(plan)
 }
 
@@ -190,6 +210,15 @@ pub(crate) struct Outcome {
     pub(crate) results: Vec<StrategyResult>,
     pub(crate) probe_before: f64,
     pub(crate) probe_after: f64,
+    /// What waking adds at the lowest load (`None`: not measured).
+    pub(crate) wake: Option<latency::WakeCost>,
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    strategies: &'a [StrategyResult],
+    wake: Option<&'a latency::WakeCost>,
 }
 
 impl Outcome {
@@ -228,8 +257,29 @@ pub(crate) fn measure(args: &LatencyArgs) -> Result<Outcome, String> {
         eprintln!("threads: {text}");
         eprintln!("{before}");
     }
-    let mut progress = Progress::new("latency", latency::expected_trials(&plan), json);
+    let wake_trials = if args.wake_pps > 0.0 {
+        2 * u64::from(args.wake_rounds)
+    } else {
+        0
+    };
+    let mut progress = Progress::new(
+        "latency",
+        latency::expected_trials(&plan) + wake_trials,
+        json,
+    );
     let results = latency::run(&plan, &placement, &text, &mut progress)?;
+    let wake = if args.wake_pps > 0.0 {
+        Some(latency::wake_cost(
+            &plan,
+            &placement,
+            args.wake_pps,
+            args.wake_rounds,
+            Duration::from_millis(args.wake_trial_ms),
+            &mut progress,
+        )?)
+    } else {
+        None
+    };
     progress.finish();
     let after = probe::measure(&placement, probe::DEFAULT_DURATION);
     Ok(Outcome {
@@ -239,6 +289,7 @@ pub(crate) fn measure(args: &LatencyArgs) -> Result<Outcome, String> {
         results,
         probe_before: before.rtt_ns,
         probe_after: after.rtt_ns,
+        wake,
     })
 }
 
@@ -277,12 +328,18 @@ pub(crate) fn print(o: &Outcome) {
     }
     let (c, n) = o.contention();
     println!("contended: {c} of {n} trials shared their cores with other work");
+    if let Some(w) = &o.wake {
+        print!("{}", w.text());
+    }
 }
 
 pub(crate) fn run(args: &LatencyArgs) -> Result<(), String> {
     let o = measure(args)?;
     if args.common.json {
-        print_json(&o.results)?;
+        print_json(&JsonOut {
+            strategies: &o.results,
+            wake: o.wake.as_ref(),
+        })?;
     } else {
         print(&o);
     }
@@ -357,6 +414,9 @@ pub(crate) fn save(
     let (probe_before, probe_after) = (o.probe_before, o.probe_after);
     dir.write_config(&(args, plan))?;
     dir.write_json("latency.json", results)?;
+    if let Some(w) = &o.wake {
+        dir.write_json("wake.json", w)?;
+    }
     dir.write_csv("latency.csv", &rows(results, false))?;
     dir.write_csv("search.csv", &rows(results, true))?;
     let mut md = format!(
@@ -389,6 +449,9 @@ pub(crate) fn save(
     md.push_str(&format!(
         "\n{c} of {n} trials shared their cores with other work.\n"
     ));
+    if let Some(w) = &o.wake {
+        md.push_str(&format!("\n```\n{}```\n", w.text()));
+    }
     dir.write_summary(&md)?;
     let series = |r: &StrategyResult, f: &dyn Fn(&latency::Point) -> Option<u64>| {
         r.points

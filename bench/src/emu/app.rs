@@ -66,6 +66,14 @@ impl Driver {
             Driver::Packetized(d) => &d.dev,
         }
     }
+
+    /// The device handle, to wait on.
+    pub fn device_mut(&mut self) -> &mut Device {
+        match self {
+            Driver::Enso(d) => &mut d.dev,
+            Driver::Packetized(d) => &mut d.dev,
+        }
+    }
 }
 
 /// What an application thread does with each frame.
@@ -124,7 +132,14 @@ pub(super) struct Control {
     pub(super) started: CachePadded<AtomicU8>,
     /// Count hardware events in the application thread.
     pub(super) perf: bool,
+    /// Wait for data ([`Device::wait`]) after [`enso::PARK_AFTER`]
+    /// without any, as the servers do with `--idle park`.
+    pub(super) park: bool,
 }
+
+/// Longest one wait of a parked application thread lasts, so that it sees
+/// the end of a trial promptly.
+const PARK_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Busy time of a polling loop. While idle, the clock is read before each
 /// poll, so an idle episode ends exactly where the poll that found work
@@ -207,15 +222,29 @@ pub(super) fn app_loop<H: PacketHandler>(
     let mut clock = BusyClock::new();
     let mut measuring = true;
     let mut polls = 0u32;
+    let mut idle_since: Option<Instant> = None;
     loop {
         clock.before_poll();
         match driver.poll(h) {
             Ok(0) => {
                 clock.idle();
-                std::hint::spin_loop();
+                if ctl.park {
+                    let now = Instant::now();
+                    if now - *idle_since.get_or_insert(now) >= enso::PARK_AFTER {
+                        if let Err(e) = driver.device_mut().wait(PARK_WAIT) {
+                            report.error = Some(e.to_string());
+                            break;
+                        }
+                        // Look at the phase after every wait.
+                        polls = PHASE_CHECK - 1;
+                    }
+                } else {
+                    std::hint::spin_loop();
+                }
             }
             Ok(n) => {
                 clock.work();
+                idle_since = None;
                 frames += n as u64;
             }
             Err(e) => {
