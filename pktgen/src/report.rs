@@ -67,6 +67,17 @@ pub struct DeviceReport {
     pub ports: Vec<PortReport>,
 }
 
+/// The pipes the generator sends and receives on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeReport {
+    /// RX pipes (`--queues`, raised to hold enough bytes of frames).
+    pub rx: usize,
+    /// Bytes per RX pipe (the device's pipe size).
+    pub rx_pipe_bytes: usize,
+    /// TX pipes.
+    pub tx: usize,
+}
+
 /// The emulated NIC, not the wire, set the limit of a run: it dropped
 /// frames, or sent clearly less than the rate asked for.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -127,6 +138,9 @@ pub struct Report {
     /// What the NIC counted, when its counters could be read.
     #[serde(default)]
     pub device: Option<DeviceReport>,
+    /// The pipes of the run, once attached.
+    #[serde(default)]
+    pub pipes: Option<PipeReport>,
     /// Whether the emulated NIC set the limit of the run (it dropped
     /// frames or sent less than asked), `null` when it did not.
     #[serde(default)]
@@ -164,6 +178,7 @@ impl Report {
             latency: None,
             zero_loss: None,
             device: None,
+            pipes: None,
             nic_limit: None,
             notes: Vec::new(),
             interrupted: false,
