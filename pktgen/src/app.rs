@@ -326,7 +326,8 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     report.pipes = Some(PipeReport {
         rx: session.rx_pipes(),
         rx_pipe_bytes: session.rx_pipe_size(),
-        tx: session.tx_pipes(),
+        tx_pipe_bytes: session.tx_pipe_size(),
+        tx_in_place: false,
     });
     eprintln!("pktgen: threads: {}", cfg.threads.why);
     notes(cfg, &stream, &mut report);
@@ -433,6 +434,9 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             code = ExitCode::FAILURE;
         }
         report.interrupted = out.interrupted;
+        if let Some(p) = report.pipes.as_mut() {
+            p.tx_in_place = out.in_place;
+        }
         report.device_gone = out.device_gone;
         outcome = Some(out);
     }

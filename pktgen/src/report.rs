@@ -74,8 +74,11 @@ pub struct PipeReport {
     pub rx: usize,
     /// Bytes per RX pipe (the device's pipe size).
     pub rx_pipe_bytes: usize,
-    /// TX pipes.
-    pub tx: usize,
+    /// Bytes of the TX pipe (the generator sends on one).
+    pub tx_pipe_bytes: usize,
+    /// The frames were laid out once in the TX pipe and sent in place
+    /// (false: a set too large for the pipe, copied into it per send).
+    pub tx_in_place: bool,
 }
 
 /// The emulated NIC, not the wire, set the limit of a run: it dropped
