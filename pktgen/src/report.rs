@@ -81,8 +81,9 @@ pub struct PipeReport {
     pub tx_in_place: bool,
 }
 
-/// The emulated NIC, not the wire, set the limit of a run: it dropped
-/// frames, or sent clearly less than the rate asked for.
+/// The emulated NIC (or the generator's receiver), not the wire, set the
+/// limit of a run: the NIC dropped frames, or sent clearly less than the
+/// rate asked for.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NicLimit {
     /// Frames the NIC dropped during the run (its counters).
@@ -91,6 +92,10 @@ pub struct NicLimit {
     pub causes: BTreeMap<String, u64>,
     /// Of them, in the generator's own RX pipes.
     pub in_generator_pipes: u64,
+    /// Every drop was in the generator's RX pipes: its receiver, not the
+    /// NIC, fell behind.
+    #[serde(default)]
+    pub generator_receiver: bool,
     /// Frames sent over frames the rate asked for, when below 95%.
     pub sent_fraction: Option<f64>,
     /// The summary's line saying so.
