@@ -26,7 +26,7 @@ use crate::cli::{self, CliError, Config};
 use crate::inprocess::{InProcessNic, InProcessOptions, GENERATOR_PORT};
 use crate::pcap::{CaptureError, CaptureWriter};
 use crate::rate::{Rate, RateError};
-use crate::report::{ClockInfo, Report};
+use crate::report::{ClockInfo, PipeReport, Report};
 use crate::search::{search_with_progress, SearchError};
 use crate::session::{
     Drain, FileCapture, RunError, RunPlan, Session, SessionError, SessionOptions,
@@ -323,6 +323,12 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
     let mut report = Report::new(cfg.clone(), ClockInfo::emulated_nic());
     report.frames = Some(stream.profile());
     report.limiter = limit;
+    report.pipes = Some(PipeReport {
+        rx: session.rx_pipes(),
+        rx_pipe_bytes: session.rx_pipe_size(),
+        tx_pipe_bytes: session.tx_pipe_size(),
+        tx_in_place: false,
+    });
     eprintln!("pktgen: threads: {}", cfg.threads.why);
     notes(cfg, &stream, &mut report);
     for n in &report.notes {
@@ -428,6 +434,9 @@ fn execute(cfg: &Config) -> Result<ExitCode, AppError> {
             code = ExitCode::FAILURE;
         }
         report.interrupted = out.interrupted;
+        if let Some(p) = report.pipes.as_mut() {
+            p.tx_in_place = out.in_place;
+        }
         report.device_gone = out.device_gone;
         outcome = Some(out);
     }

@@ -44,6 +44,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod image;
 pub mod inprocess;
 pub mod pcap;
 pub mod rate;

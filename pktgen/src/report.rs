@@ -67,8 +67,23 @@ pub struct DeviceReport {
     pub ports: Vec<PortReport>,
 }
 
-/// The emulated NIC, not the wire, set the limit of a run: it dropped
-/// frames, or sent clearly less than the rate asked for.
+/// The pipes the generator sends and receives on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeReport {
+    /// RX pipes (`--queues`, raised to hold enough bytes of frames).
+    pub rx: usize,
+    /// Bytes per RX pipe (the device's pipe size).
+    pub rx_pipe_bytes: usize,
+    /// Bytes of the TX pipe (the generator sends on one).
+    pub tx_pipe_bytes: usize,
+    /// The frames were laid out once in the TX pipe and sent in place
+    /// (false: a set too large for the pipe, copied into it per send).
+    pub tx_in_place: bool,
+}
+
+/// The emulated NIC (or the generator's receiver), not the wire, set the
+/// limit of a run: the NIC dropped frames, or sent clearly less than the
+/// rate asked for.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NicLimit {
     /// Frames the NIC dropped during the run (its counters).
@@ -77,6 +92,10 @@ pub struct NicLimit {
     pub causes: BTreeMap<String, u64>,
     /// Of them, in the generator's own RX pipes.
     pub in_generator_pipes: u64,
+    /// Every drop was in the generator's RX pipes: its receiver, not the
+    /// NIC, fell behind.
+    #[serde(default)]
+    pub generator_receiver: bool,
     /// Frames sent over frames the rate asked for, when below 95%.
     pub sent_fraction: Option<f64>,
     /// The summary's line saying so.
@@ -127,6 +146,9 @@ pub struct Report {
     /// What the NIC counted, when its counters could be read.
     #[serde(default)]
     pub device: Option<DeviceReport>,
+    /// The pipes of the run, once attached.
+    #[serde(default)]
+    pub pipes: Option<PipeReport>,
     /// Whether the emulated NIC set the limit of the run (it dropped
     /// frames or sent less than asked), `null` when it did not.
     #[serde(default)]
@@ -164,6 +186,7 @@ impl Report {
             latency: None,
             zero_loss: None,
             device: None,
+            pipes: None,
             nic_limit: None,
             notes: Vec::new(),
             interrupted: false,

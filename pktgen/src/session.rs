@@ -2,14 +2,17 @@
 //! run of traffic through them ([`Session::run`]).
 //!
 //! A session holds two device handles, as EnsōGen has a transmit and a
-//! receive thread: one with TX pipes, one with RX pipes that receive the
-//! port's fallback traffic. A run sends the [`TxStream`] in chunks of whole
-//! frames (one TX notification each, at most 128 KiB), counts frames as sent
-//! when the NIC completes their notification, and counts what comes back on
-//! the RX pipes, reading the NIC's RTT from each frame when timestamping is
-//! on. Rates are enforced by the NIC's rate limiter, as on the real NIC; the
-//! transmit loop only bounds how far ahead of the NIC it queues, so a run
-//! ends close to its deadline even at low rates.
+//! receive thread: one with a TX pipe, one with RX pipes that receive the
+//! port's fallback traffic. A run lays the [`TxStream`]'s frames out once
+//! in the TX pipe ([`TxImage`]) and sends them in place, in runs of whole
+//! frames (one TX notification each, at most 128 KiB), lap after lap of the
+//! pipe, as EnsōGen sends from buffers it fills once; a set too large for
+//! the pipe is copied into it chunk by chunk instead. It counts frames as
+//! sent when the NIC completes their notification, and counts what comes
+//! back on the RX pipes, reading the NIC's RTT from each frame when
+//! timestamping is on. Rates are enforced by the NIC's rate limiter, as on
+//! the real NIC; the transmit loop only bounds how far ahead of the NIC it
+//! queues, so a run ends close to its deadline even at low rates.
 //!
 //! Counters cross threads as plain atomic stores by their only writer (no
 //! read-modify-write on the datapath) and are read by the sampling thread.
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 use enso::{AllocError, AttachError, Device, DeviceError, DeviceOptions, RxPipe, TxPipe};
 use nic_emu::wire::{FrameError, FLIT, MAX_FRAME};
 
+use crate::image::TxImage;
 use crate::pcap::{CaptureError, CaptureWriter};
 use crate::rate::RateLimit;
 use crate::stats::{Counters, CycleHistogram, LatencyHistogram, TrafficSpan};
@@ -32,10 +36,19 @@ mod workers;
 
 use workers::{run_both, run_one, run_rx, RxWorker, Shared, TxWorker};
 
-/// Most TX pipes a session opens (`--queues` above this share them).
-pub const MAX_TX_PIPES: u32 = 16;
-/// Bytes per TX pipe.
-pub const TX_PIPE_SIZE: usize = 2 << 20;
+/// Most queues that add to the TX pipe's size.
+pub const MAX_TX_QUEUES: u32 = 16;
+/// TX pipe bytes per queue.
+pub const TX_BYTES_PER_QUEUE: usize = 2 << 20;
+/// RX pipe bytes a session holds at least (more pipes than `--queues`
+/// where the device's pipes are smaller), unless it receives on one pipe:
+/// what the receiver may fall behind by while it is off its core. 32 MiB
+/// hold 27 ms of 1518 B frames at 10 Gb/s, 8 MiB (four pipes) only 6.7 ms,
+/// less than a thread sharing two cores with the NIC's engine and other
+/// work can be descheduled for.
+pub const RX_SPACE: usize = 32 << 20;
+/// Most RX pipes a session opens to reach [`RX_SPACE`].
+const MAX_SPACE_PIPES: u32 = 64;
 /// How far ahead of a rate-limited NIC the transmit loop queues: enough
 /// that the NIC's limiter never runs dry while the thread is descheduled.
 pub const TX_AHEAD: Duration = Duration::from_millis(20);
@@ -174,7 +187,8 @@ pub enum RunError {
 /// How a session uses the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionOptions {
-    /// RX pipes; TX pipes are `min(queues, MAX_TX_PIPES)`.
+    /// RX pipes (raised to hold [`RX_SPACE`] unless 1, see
+    /// [`rx_pipe_count`]); the TX pipe's size is [`tx_pipe_size`] of it.
     pub queues: u32,
     /// The port to send and receive on.
     pub port: u32,
@@ -279,6 +293,10 @@ pub struct RunOutcome {
     pub rtt_cycles: Option<CycleHistogram>,
     /// The run was ended from outside.
     pub interrupted: bool,
+    /// The frames were laid out once in the TX pipe and sent in place
+    /// ([`TxImage`]); false: copied into it per send (a set too large for
+    /// the pipe).
+    pub in_place: bool,
     /// The device went away during the run (it was stopped or its process
     /// exited): the counters are those until the generator noticed, within
     /// [`ALIVE_CHECK`] or so.
@@ -290,7 +308,8 @@ pub struct RunOutcome {
 pub struct Session {
     tx_dev: Device,
     rx_dev: Device,
-    tx_pipes: Vec<TxPipe>,
+    tx_pipe: TxPipe,
+    tx_size: usize,
     rx_pipes: Vec<RxPipe>,
     port: u32,
 }
@@ -313,11 +332,11 @@ impl Session {
         if o.queues == 0 {
             return Err(SessionError::NoQueues);
         }
-        let n_tx = o.queues.min(MAX_TX_PIPES);
+        let tx_size = tx_pipe_size(o.queues);
         let mut tx_dev = attach(DeviceOptions {
             pipes: 0,
-            tx_pipes: n_tx,
-            tx_pipe_size: TX_PIPE_SIZE,
+            tx_pipes: 1,
+            tx_pipe_size: tx_size,
             ..DeviceOptions::default()
         })?;
         let ports = tx_dev.info().ports;
@@ -327,15 +346,14 @@ impl Session {
                 ports,
             });
         }
+        let n_rx = rx_pipe_count(o.queues, tx_dev.info().pipe_size);
         let mut rx_dev = attach(DeviceOptions {
-            pipes: o.queues,
+            pipes: n_rx,
             tx_pipes: 0,
             ..DeviceOptions::default()
         })?;
-        let tx_pipes = (0..n_tx)
-            .map(|_| tx_dev.alloc_tx_pipe())
-            .collect::<Result<Vec<_>, _>>()?;
-        let rx_pipes = (0..o.queues)
+        let tx_pipe = tx_dev.alloc_tx_pipe()?;
+        let rx_pipes = (0..n_rx)
             .map(|_| rx_dev.alloc_rx_pipe_on(o.port, true))
             .collect::<Result<Vec<_>, _>>()?;
         // Frames of one flow (a synthetic stream without ranges has one)
@@ -351,7 +369,8 @@ impl Session {
         Ok(Self {
             tx_dev,
             rx_dev,
-            tx_pipes,
+            tx_pipe,
+            tx_size,
             rx_pipes,
             port: o.port,
         })
@@ -367,9 +386,14 @@ impl Session {
         self.rx_pipes.len()
     }
 
-    /// TX pipes.
-    pub fn tx_pipes(&self) -> usize {
-        self.tx_pipes.len()
+    /// Bytes per RX pipe (the device's pipe size).
+    pub fn rx_pipe_size(&self) -> usize {
+        self.rx_dev.info().pipe_size
+    }
+
+    /// Bytes of the TX pipe.
+    pub fn tx_pipe_size(&self) -> usize {
+        self.tx_size
     }
 
     /// Ports of the device.
@@ -407,8 +431,12 @@ impl Session {
         self.rx_dev.set_timestamping(port, plan.timestamp_offset)?;
         settle(&mut self.tx_dev)?;
         flush_rx(&mut self.rx_dev)?;
+        // Nothing is in flight: the whole pipe, from where the next send
+        // starts, takes the frames of this run.
+        let buf = self.tx_dev.tx_buf(self.tx_pipe, self.tx_size)?;
+        let image = TxImage::write(plan.stream, buf);
 
-        let result = self.run_threads(plan, capture, on_sample);
+        let result = self.run_threads(plan, image.as_ref(), capture, on_sample);
         if matches!(&result, Ok(out) if out.device_gone) {
             // Nothing to restore on a device that is gone.
             return result;
@@ -434,12 +462,20 @@ impl Session {
     fn run_threads(
         &mut self,
         plan: &RunPlan<'_>,
+        image: Option<&TxImage>,
         capture: Option<&mut FileCapture>,
         on_sample: &mut dyn FnMut(&Counters, Duration),
     ) -> Result<RunOutcome, RunError> {
         let shared = Shared::default();
         let start = Instant::now();
-        let mut tx = TxWorker::new(&mut self.tx_dev, &self.tx_pipes, self.port, plan, &shared);
+        let mut tx = TxWorker::new(
+            &mut self.tx_dev,
+            (self.tx_pipe, self.tx_size),
+            image,
+            self.port,
+            plan,
+            &shared,
+        );
         let mut rx = RxWorker::new(&mut self.rx_dev, plan, capture, &shared);
         let delay = plan.stats_delay.max(Duration::from_millis(1));
         let cores = ThreadCores::of(plan.core);
@@ -511,6 +547,7 @@ impl Session {
             rtt: rx.hist.take(),
             rtt_cycles: rx.cycles.take(),
             interrupted: shared.stop_tx.load(Ordering::Relaxed),
+            in_place: image.is_some(),
             device_gone: shared.device_gone.load(Ordering::Relaxed),
         })
     }
@@ -528,6 +565,26 @@ impl Drop for Session {
                 .and_then(|()| Ok(settle(&mut self.rx_dev)?));
         }
     }
+}
+
+/// Bytes of the TX pipe of a session asked for `queues`: 2 MiB for each
+/// queue up to 16, rounded up to a power of two (a TX pipe's size is one).
+pub fn tx_pipe_size(queues: u32) -> usize {
+    (queues.clamp(1, MAX_TX_QUEUES) as usize * TX_BYTES_PER_QUEUE).next_power_of_two()
+}
+
+/// RX pipes of a session asked for `queues` on a device with pipes of
+/// `pipe_size` bytes: `queues`, or more where they would hold less than
+/// [`RX_SPACE`] (at most 64 pipes). One queue stays one pipe: the NIC then
+/// keeps the frames' order, which round robin over several pipes does not.
+pub fn rx_pipe_count(queues: u32, pipe_size: usize) -> u32 {
+    if queues <= 1 {
+        return queues;
+    }
+    let want = RX_SPACE
+        .div_ceil(pipe_size.max(1))
+        .min(MAX_SPACE_PIPES as usize) as u32;
+    queues.max(want)
 }
 
 /// Waits until the NIC has completed every TX notification of `dev`
@@ -595,6 +652,34 @@ fn pin(core: Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tx_pipe_grows_with_queues_up_to_16() {
+        assert_eq!(tx_pipe_size(1), 2 << 20);
+        assert_eq!(tx_pipe_size(3), 8 << 20);
+        assert_eq!(tx_pipe_size(4), 8 << 20);
+        assert_eq!(tx_pipe_size(16), 32 << 20);
+        assert_eq!(tx_pipe_size(8192), 32 << 20);
+    }
+
+    #[test]
+    fn rx_pipes_hold_rx_space_unless_one_queue() {
+        // The default 2 MiB pipes: 16 of them, whatever fewer queues ask.
+        assert_eq!(rx_pipe_count(4, 2 << 20), 16);
+        assert_eq!(rx_pipe_count(2, 2 << 20), 16);
+        assert_eq!(rx_pipe_count(16, 2 << 20), 16);
+        assert_eq!(rx_pipe_count(100, 2 << 20), 100);
+        // Larger pipes need fewer; the asked number is the least.
+        assert_eq!(rx_pipe_count(4, 16 << 20), 4);
+        assert_eq!(rx_pipe_count(2, 16 << 20), 2);
+        assert_eq!(rx_pipe_count(4, 8 << 20), 4);
+        // Small pipes: at most 64 to reach the space.
+        assert_eq!(rx_pipe_count(4, 64 << 10), 64);
+        assert_eq!(rx_pipe_count(4, 1 << 20), 32);
+        // One queue keeps the order.
+        assert_eq!(rx_pipe_count(1, 4096), 1);
+        assert_eq!(rx_pipe_count(0, 2 << 20), 0);
+    }
 
     #[test]
     fn core_c_receives_and_c_plus_1_transmits_as_in_ensogen() {

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use pktgen::rate::Rate;
-use pktgen::session::{Idle, RunPlan, Session, SessionOptions};
+use pktgen::session::{rx_pipe_count, Idle, RunPlan, Session, SessionOptions, RX_SPACE};
 use pktgen::stream::TxStream;
 use pktgen::threads::{choose_threads, other_busy_threads, usable_core_count};
 use pktgen::traffic::TrafficSpec;
@@ -39,6 +39,10 @@ fn a_low_rate_run_loses_nothing_and_uses_every_rx_pipe() {
     )
     .unwrap();
     let rx_app = s.rx_app_id();
+    // Four queues on the default 2 MiB pipes: raised to 32 MiB of pipes.
+    let pipes = s.rx_pipes();
+    assert_eq!(pipes as u32, rx_pipe_count(QUEUES, s.rx_pipe_size()));
+    assert_eq!(pipes * s.rx_pipe_size(), RX_SPACE);
     for (i, idle) in [Idle::Park, Idle::Spin].into_iter().enumerate() {
         let plan = RunPlan {
             limit: Some(limit),
@@ -63,9 +67,9 @@ fn a_low_rate_run_loses_nothing_and_uses_every_rx_pipe() {
             .flat_map(|a| &a.pipes)
             .map(|p| p.counters.rx_frames)
             .collect();
-        assert_eq!(per_pipe.len(), QUEUES as usize, "{per_pipe:?}");
+        assert_eq!(per_pipe.len(), pipes, "{per_pipe:?}");
         // Round robin: each pipe holds its share of every run so far.
-        let share = FRAMES * (i as u64 + 1) / u64::from(QUEUES);
+        let share = FRAMES * (i as u64 + 1) / pipes as u64;
         for n in &per_pipe {
             assert!(
                 (share - share / 10..=share + share / 10).contains(n),

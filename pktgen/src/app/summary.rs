@@ -52,10 +52,12 @@ pub(super) fn shortfall(
     })
 }
 
-/// Whether the emulated NIC, rather than the wire, set the limit of a run:
-/// it dropped frames (by its own counters, `device`) or sent less than
-/// [`MIN_OFFERED`] of the rate asked for (`short`: sent and asked, frames
-/// per second). `None` when neither.
+/// Whether the emulated NIC (or the generator's receiver), rather than the
+/// wire, set the limit of a run: the NIC dropped frames (by its own
+/// counters, `device`) or sent less than [`MIN_OFFERED`] of the rate asked
+/// for (`short`: sent and asked, frames per second). `None` when neither.
+/// Drops all in the generator's own RX pipes are the receiver's doing: it
+/// did not free them in time, and the line says so.
 pub fn nic_limit(device: Option<&DeviceReport>, short: Option<(f64, f64)>) -> Option<NicLimit> {
     let (dropped, causes, mine) = match device {
         Some(d) => (
@@ -94,14 +96,18 @@ pub fn nic_limit(device: Option<&DeviceReport>, short: Option<(f64, f64)>) -> Op
     if let Some(f) = sent_fraction {
         parts.push(format!("sent {:.1}% of the rate asked for", f * 100.0));
     }
-    let line = format!(
-        "{}: the emulated NIC, not the wire, was the limit at this rate",
-        parts.join(" and ")
-    );
+    let receiver = dropped > 0 && mine == dropped;
+    let who = match (receiver, sent_fraction.is_some()) {
+        (true, false) => "the generator's receiver, not the NIC or the wire, was",
+        (true, true) => "the generator's receiver and the emulated NIC, not the wire, were",
+        (false, _) => "the emulated NIC, not the wire, was",
+    };
+    let line = format!("{}: {who} the limit at this rate", parts.join(" and "));
     Some(NicLimit {
         dropped,
         causes,
         in_generator_pipes: mine,
+        generator_receiver: receiver,
         sent_fraction,
         line,
     })

@@ -134,9 +134,20 @@ fn the_nic_is_named_the_limit_when_it_dropped_or_sent_less() {
     assert_eq!(
         l.line,
         "the NIC dropped 1200 frames (pipe full 1200; all in the generator's RX pipes): the \
-         emulated NIC, not the wire, was the limit at this rate"
+         generator's receiver, not the NIC or the wire, was the limit at this rate"
     );
     assert_eq!((l.dropped, l.in_generator_pipes), (1200, 1200));
+    assert!(l.generator_receiver);
+    let both = nic_limit(Some(&d), Some((4.5e6, 5.0e6))).unwrap();
+    assert!(
+        both.line.ends_with(
+            "all in the generator's RX pipes) and sent 90.0% of the rate asked for: the \
+             generator's receiver and the emulated NIC, not the wire, were the limit at this rate"
+        ),
+        "{}",
+        both.line
+    );
+    assert!(both.generator_receiver);
     assert_eq!(l.causes, BTreeMap::from([("pipe_full".to_string(), 1200)]));
     assert_eq!(l.sent_fraction, None);
 
@@ -150,6 +161,7 @@ fn the_nic_is_named_the_limit_when_it_dropped_or_sent_less() {
     );
     let f = l.sent_fraction.unwrap();
     assert!((0.799..0.801).contains(&f), "{f}");
+    assert!(!l.generator_receiver);
 
     // Sending short alone is enough, and the report carries the verdict.
     let l = nic_limit(Some(&clean), Some((1.0e6, 2.0e6))).unwrap();

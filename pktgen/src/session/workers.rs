@@ -11,8 +11,9 @@ use nic_emu::wire::FLIT;
 
 use super::{
     Drain, FileCapture, Idle, RunError, RunPlan, ALIVE_CHECK, IDLE_NAP, IDLE_SLEEP, IDLE_YIELD,
-    MAX_FRAME_FOOTPRINT, PARK_AFTER, PARK_SENDING, STALL_TIMEOUT, TX_AHEAD, TX_PIPE_SIZE,
+    MAX_FRAME_FOOTPRINT, PARK_AFTER, PARK_SENDING, STALL_TIMEOUT, TX_AHEAD,
 };
+use crate::image::TxImage;
 use crate::pcap::TX_CHUNK_BYTES;
 use crate::stats::{Counters, CycleHistogram, LatencyHistogram};
 use crate::stream::TxStream;
@@ -221,7 +222,10 @@ struct Pending {
 #[derive(Debug)]
 struct TxPipeState {
     pipe: TxPipe,
-    /// Bytes sent on the pipe since the start (its tail).
+    /// Bytes of the pipe.
+    size: usize,
+    /// Bytes sent on the pipe since the start of the run (its tail, less
+    /// where it stood then).
     tail: u64,
     pending: VecDeque<Pending>,
 }
@@ -235,11 +239,14 @@ enum TxState {
 
 pub(super) struct TxWorker<'a> {
     dev: &'a mut Device,
-    pipes: Vec<TxPipeState>,
-    next_pipe: usize,
+    pipe: TxPipeState,
     stream: &'a TxStream,
+    /// The frames laid out in the pipe, sent in place; `None`: copied from
+    /// `stream` chunk by chunk.
+    image: Option<&'a TxImage>,
     port: u32,
-    /// Current chunk, and frames of it already queued.
+    /// Current chunk, and frames of it already queued (copying); the next
+    /// frame of the image (in place).
     chunk: usize,
     in_chunk: usize,
     queued: u64,
@@ -266,14 +273,16 @@ pub(super) struct TxWorker<'a> {
 }
 
 impl<'a> TxWorker<'a> {
+    /// A worker that sends on `pipe` (and its size), from `image` if
+    /// there is one.
     pub(super) fn new(
         dev: &'a mut Device,
-        pipes: &[TxPipe],
+        (pipe, capacity): (TxPipe, usize),
+        image: Option<&'a TxImage>,
         port: u32,
         plan: &RunPlan<'a>,
         shared: &'a Shared,
     ) -> Self {
-        let capacity = pipes.len() * TX_PIPE_SIZE;
         let window = match plan.limit {
             Some(l) => {
                 let per_sec = l.flits_per_sec() * FLIT as f64;
@@ -295,16 +304,14 @@ impl<'a> TxWorker<'a> {
         let now = Instant::now();
         Self {
             dev,
-            pipes: pipes
-                .iter()
-                .map(|&pipe| TxPipeState {
-                    pipe,
-                    tail: 0,
-                    pending: VecDeque::new(),
-                })
-                .collect(),
-            next_pipe: 0,
+            pipe: TxPipeState {
+                pipe,
+                size: capacity,
+                tail: 0,
+                pending: VecDeque::new(),
+            },
             stream: plan.stream,
+            image,
             port,
             chunk: 0,
             in_chunk: 0,
@@ -330,13 +337,12 @@ impl<'a> TxWorker<'a> {
     /// Counts what the NIC completed.
     fn reap(&mut self) -> Result<bool, RunError> {
         let mut any = false;
-        for p in &mut self.pipes {
-            if p.pending.is_empty() {
-                continue;
-            }
+        let p = &mut self.pipe;
+        if !p.pending.is_empty() {
             let space = self.dev.tx_space(p.pipe)?;
-            // The library's tail equals ours: every send is whole flits.
-            let done = p.tail - (TX_PIPE_SIZE - space) as u64;
+            // The library's tail, less where it stood at the start, equals
+            // ours: every send is whole flits.
+            let done = p.tail - (p.size - space) as u64;
             while let Some(front) = p.pending.front() {
                 if front.end > done {
                     break;
@@ -370,16 +376,68 @@ impl<'a> TxWorker<'a> {
             || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    /// Queues the next run of frames if the window and a pipe have room.
+    /// Frames the next send may take at most, within the count.
+    #[inline]
+    fn count_left(&self, most: usize) -> usize {
+        match self.count {
+            Some(count) => most.min((count - self.queued) as usize),
+            None => most,
+        }
+    }
+
+    /// Bytes the next send may take: what the window and one notification
+    /// allow.
+    #[inline]
+    fn budget(&self) -> usize {
+        self.window.saturating_sub(self.inflight).min(self.max_send)
+    }
+
+    /// Queues the next run of frames if the window and the pipe have room.
     fn queue(&mut self) -> Result<bool, RunError> {
+        match self.image {
+            Some(img) => self.queue_in_place(img),
+            None => self.queue_copy(),
+        }
+    }
+
+    /// Sends the next run of frames of the image where they lie in the
+    /// pipe: the image fills the pipe exactly, so the pipe's tail is at
+    /// frame `in_chunk` of it, lap after lap.
+    fn queue_in_place(&mut self, img: &TxImage) -> Result<bool, RunError> {
+        let i = self.in_chunk;
+        let most = self.count_left(img.frames() - i);
+        let (n, len) = img.fit(i, most, self.budget());
+        let p = &mut self.pipe;
+        let pipe_inflight: u64 = p.pending.iter().map(|x| x.len).sum();
+        if n == 0 || len as u64 > p.size as u64 - pipe_inflight {
+            return Ok(false);
+        }
+        // Reserves the bytes the frames already lie in; nothing is written.
+        self.dev.tx_buf(p.pipe, len)?;
+        self.dev.send(p.pipe, len, self.port)?;
+        self.first_sent.get_or_insert_with(Instant::now);
+        p.tail += len as u64;
+        p.pending.push_back(Pending {
+            end: p.tail,
+            len: len as u64,
+            frames: n as u64,
+            bytes: img.frame_bytes(i, n),
+        });
+        self.inflight += len;
+        self.queued += n as u64;
+        self.in_chunk = (i + n) % img.frames();
+        self.last_progress = Instant::now();
+        Ok(true)
+    }
+
+    /// Copies the next run of frames of the stream into the pipe and sends
+    /// it.
+    fn queue_copy(&mut self) -> Result<bool, RunError> {
         let s = self.stream.stream();
         let c = s.chunks()[self.chunk];
-        let budget = self.window.saturating_sub(self.inflight).min(self.max_send);
+        let budget = self.budget();
         let start = s.prefix_len(&c, self.in_chunk);
-        let mut most = c.frames - self.in_chunk;
-        if let Some(count) = self.count {
-            most = most.min((count - self.queued) as usize);
-        }
+        let most = self.count_left(c.frames - self.in_chunk);
         let fits = |n: usize| s.prefix_len(&c, self.in_chunk + n) - start <= budget;
         if most == 0 || !fits(1) {
             return Ok(false);
@@ -396,9 +454,9 @@ impl<'a> TxWorker<'a> {
         }
         let n = lo;
         let len = s.prefix_len(&c, self.in_chunk + n) - start;
-        let p = &mut self.pipes[self.next_pipe];
+        let p = &mut self.pipe;
         let pipe_inflight: u64 = p.pending.iter().map(|x| x.len).sum();
-        if len as u64 > TX_PIPE_SIZE as u64 - pipe_inflight {
+        if len as u64 > p.size as u64 - pipe_inflight {
             return Ok(false);
         }
         let src = &s.chunk_data(&c)[start..start + len];
@@ -420,7 +478,6 @@ impl<'a> TxWorker<'a> {
             self.in_chunk = 0;
             self.chunk = (self.chunk + 1) % s.chunks().len();
         }
-        self.next_pipe = (self.next_pipe + 1) % self.pipes.len();
         self.last_progress = Instant::now();
         Ok(true)
     }
