@@ -165,14 +165,14 @@ where
 pub use nic_emu::cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};
 
 /// Checks `--pipes` (alias `--queues`) against the ids the device has:
-/// [`nic_emu::layout::MAX_PIPES`] pipes on Ensō,
-/// [`nic_emu::layout::MAX_DESC_QUEUES`] descriptor queues on the packetized
+/// [`enso_abi::layout::MAX_PIPES`] pipes on Ensō,
+/// [`enso_abi::layout::MAX_DESC_QUEUES`] descriptor queues on the packetized
 /// interface. (A device may refuse fewer, if their memory is above its
 /// limit; it then says so.)
 pub fn check_pipes(interface: Interface, pipes: u32) -> CliResult<()> {
     let (max, what) = match interface {
-        Interface::Enso => (nic_emu::layout::MAX_PIPES, "pipe ids"),
-        Interface::Packetized => (nic_emu::layout::MAX_DESC_QUEUES, "descriptor queues"),
+        Interface::Enso => (enso_abi::layout::MAX_PIPES, "pipe ids"),
+        Interface::Packetized => (enso_abi::layout::MAX_DESC_QUEUES, "descriptor queues"),
     };
     if !(1..=max).contains(&pipes) {
         return Err(format!(
@@ -227,7 +227,7 @@ impl ConnectArgs {
             let sock = self
                 .dir
                 .join(format!("enso-{}", self.device))
-                .join(nic_emu::device::CONTROL_SOCKET);
+                .join(enso_abi::control::CONTROL_SOCKET);
             let hint = if std::os::unix::net::UnixStream::connect(sock).is_err() {
                 format!(" (is `nic-emu run --name {}` running?)", self.device)
             } else {
