@@ -10,6 +10,12 @@ use enso::{Device, DeviceOptions};
 
 use crate::nic::{AppDriver, Interface};
 
+mod args;
+mod cores;
+
+pub use args::{parse_or_exit, stop_on_interrupt, SecondsError, MAX_SECONDS};
+pub use cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};
+
 /// How to reach the device and how long to run.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ConnectArgs {
@@ -136,13 +142,11 @@ pub const DEFAULT_RING: u32 = 1024;
 /// A command-line error: one line, exit status 1.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-pub use nic_emu::args::MAX_SECONDS;
-
 /// Checks the value `v` of the seconds flag `flag`: at most
 /// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
 /// infinities are refused.
 pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> CliResult<Duration> {
-    Ok(nic_emu::args::seconds(flag, v, zero_ok)?)
+    Ok(args::seconds(flag, v, zero_ok)?)
 }
 
 /// Checks the value `v` of the flag `flag`: within `range`.
@@ -162,17 +166,15 @@ where
     Ok(v)
 }
 
-pub use nic_emu::cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};
-
 /// Checks `--pipes` (alias `--queues`) against the ids the device has:
-/// [`nic_emu::layout::MAX_PIPES`] pipes on Ensō,
-/// [`nic_emu::layout::MAX_DESC_QUEUES`] descriptor queues on the packetized
+/// [`enso_abi::layout::MAX_PIPES`] pipes on Ensō,
+/// [`enso_abi::layout::MAX_DESC_QUEUES`] descriptor queues on the packetized
 /// interface. (A device may refuse fewer, if their memory is above its
 /// limit; it then says so.)
 pub fn check_pipes(interface: Interface, pipes: u32) -> CliResult<()> {
     let (max, what) = match interface {
-        Interface::Enso => (nic_emu::layout::MAX_PIPES, "pipe ids"),
-        Interface::Packetized => (nic_emu::layout::MAX_DESC_QUEUES, "descriptor queues"),
+        Interface::Enso => (enso_abi::layout::MAX_PIPES, "pipe ids"),
+        Interface::Packetized => (enso_abi::layout::MAX_DESC_QUEUES, "descriptor queues"),
     };
     if !(1..=max).contains(&pipes) {
         return Err(format!(
@@ -188,8 +190,8 @@ pub fn check_pipes(interface: Interface, pipes: u32) -> CliResult<()> {
 /// Pinning to any other core fails (or, at [`CPU_SET_SIZE`] and above,
 /// panics).
 pub fn check_core(flag: &str, core: usize, usable: &[usize]) -> CliResult<()> {
-    if !nic_emu::cores::can_pin(core, usable) {
-        let have = nic_emu::cores::pinnable_list(usable);
+    if !cores::can_pin(core, usable) {
+        let have = cores::pinnable_list(usable);
         return Err(
             format!("{flag} {core} is not a core this process can run on (cores: {have})").into(),
         );
@@ -227,7 +229,7 @@ impl ConnectArgs {
             let sock = self
                 .dir
                 .join(format!("enso-{}", self.device))
-                .join(nic_emu::device::CONTROL_SOCKET);
+                .join(enso_abi::control::CONTROL_SOCKET);
             let hint = if std::os::unix::net::UnixStream::connect(sock).is_err() {
                 format!(" (is `nic-emu run --name {}` running?)", self.device)
             } else {
@@ -347,7 +349,7 @@ impl Served {
 fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
     static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
         std::sync::OnceLock::new();
-    FLAG.get_or_init(nic_emu::args::stop_on_interrupt)
+    FLAG.get_or_init(stop_on_interrupt)
 }
 
 /// How often the serving loop and the clients check that their device is

@@ -2,7 +2,7 @@
 //! increment one payload byte, send it back.
 //!
 //! The byte is the *echo byte* of the test payload that traffic generators
-//! send (`nic_emu::testframe`: magic, sequence number, flow, echo byte), so
+//! send (`enso_abi::testframe`: magic, sequence number, flow, echo byte), so
 //! the generator can check that every frame came back exactly once and was
 //! processed. Other frames are forwarded unchanged.
 //!
@@ -14,7 +14,7 @@
 //! counted.
 
 use enso::app::{PacketHandler, Verdict};
-use nic_emu::testframe::TestFrames;
+use enso_abi::testframe::TestFrames;
 
 use crate::net::ethernet::MacAddr;
 use crate::net::reflect::{reflect_udp, ReflectError};
@@ -130,7 +130,7 @@ impl PacketHandler for TestFrameEcho {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nic_emu::testframe::FrameKind;
+    use enso_abi::testframe::FrameKind;
 
     #[test]
     fn increments_the_echo_byte_of_every_kind() {

@@ -57,7 +57,8 @@
 //! `maglev`, `telemetry`, `kv`, `logmon` serve a port of a running
 //! `nic-emu` device on either interface (`--interface enso|packetized`);
 //! `kv-client` and `log-client` send their traffic from another port;
-//! `echo` and `enso-demo` are the echo server and the demonstration.
+//! `echo` is the echo server. The demonstration, which runs the emulated
+//! NIC in its own process, is the `enso-demo` crate's binary.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use enso::app::DriverError;
 use enso::{AllocError, Device, DeviceError, FreeError, RecvError, RxPipe, SendError, TxPipe};
+use enso_abi::wire::FrameError;
 use hdrhistogram::Histogram;
-use nic_emu::wire::FrameError;
 
 use crate::kv::{BatchReader, ClientStats, KvClient, WorkloadConfig, WorkloadError};
 use crate::nic::{place_in_stream, MAX_STREAM_FRAME};
@@ -347,7 +347,7 @@ impl KvLoadClient {
                 .expect("valid histogram bounds"),
             lost: 0,
             bad: 0,
-            last_progress_ns: nic_emu::monotonic_ns(),
+            last_progress_ns: enso_abi::monotonic_ns(),
             digests: Vec::new(),
             cfg,
         })
@@ -390,7 +390,7 @@ impl KvLoadClient {
     /// Receives and checks responses, then sends requests while the window
     /// has room. Returns the frames received and sent.
     pub fn poll(&mut self) -> Result<usize, LoadError> {
-        let now = nic_emu::monotonic_ns();
+        let now = enso_abi::monotonic_ns();
         let mask = self.sent_at.len() - 1;
         let Self {
             pipe,

@@ -36,7 +36,7 @@ use std::fmt;
 
 use enso::app::{DriverError, DriverStats, EnsoDriver, PacketHandler, PacketizedDriver};
 use enso::{AllocError, Device, Mbuf, QueueId, RxPipe, TxPipe};
-use nic_emu::wire::{self, FrameError, FLIT};
+use enso_abi::wire::{self, FrameError, FLIT};
 
 use crate::kv::KvServer;
 use crate::logmon::{LogMonitor, LogScanner};
@@ -668,7 +668,7 @@ impl<H: ReplyHandler + ?Sized> AppDriver<H> for PacketizedReplyDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nic_emu::testframe::{FrameKind, TestFrames};
+    use enso_abi::testframe::{FrameKind, TestFrames};
 
     #[test]
     fn frames_are_laid_out_as_a_tx_stream_expects() {

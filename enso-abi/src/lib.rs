@@ -13,6 +13,8 @@
 //! * [`control`]: the attach protocol over the device's control socket,
 //!   and the traits through which a device in the same process is attached.
 //! * [`devname`]: device names and where a device's directory is.
+//! * [`testframe`]: the self-checking test frames the NIC's traffic
+//!   generator sends and the echo server returns.
 //! * [`wake`]: parking without losing a wake-up (the engine's, an
 //!   application's).
 //!
@@ -35,6 +37,7 @@ pub mod devname;
 pub mod layout;
 pub mod shm;
 pub mod sync;
+pub mod testframe;
 pub mod timestamp;
 pub mod wake;
 pub mod wire;

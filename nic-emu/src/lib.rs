@@ -20,7 +20,7 @@
 
 #![deny(missing_docs)]
 
-pub use enso_abi::{layout, shm, wire};
+pub use enso_abi::{layout, shm, testframe, wire};
 /// Pinning threads to cores (the engine's thread, when asked).
 pub use hostcpu::cores;
 
@@ -37,7 +37,6 @@ pub mod outfile;
 pub mod port;
 pub mod spec;
 pub mod steering;
-pub mod testframe;
 
 pub use config::{
     DeviceConfig, GeneratorConfig, HostTuning, NotificationMode, ReplayFrames, SizeSpec,

@@ -36,7 +36,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("echo", || run(&nic_emu::args::parse_or_exit("echo")))
+    cli::main_with("echo", || run(&cli::parse_or_exit("echo")))
 }
 
 impl Args {

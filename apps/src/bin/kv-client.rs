@@ -59,9 +59,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("kv-client", || {
-        run(nic_emu::args::parse_or_exit("kv-client"))
-    })
+    cli::main_with("kv-client", || run(cli::parse_or_exit("kv-client")))
 }
 
 /// Longest --loss-timeout-ms: as long as any seconds flag (cli::MAX_SECONDS).
@@ -127,7 +125,7 @@ fn run(a: Args) -> CliResult<()> {
         },
     )?;
     // Ctrl-C ends the run, which is then reported as any other.
-    let interrupt = nic_emu::args::stop_on_interrupt();
+    let interrupt = cli::stop_on_interrupt();
     let mut interrupted = false;
     let stop = a.connect.duration_s.map(Duration::from_secs_f64);
     let every = (a.connect.progress_s > 0.0).then(|| Duration::from_secs_f64(a.connect.progress_s));

@@ -41,7 +41,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("kv", || run(nic_emu::args::parse_or_exit("kv")))
+    cli::main_with("kv", || run(cli::parse_or_exit("kv")))
 }
 
 impl Args {

@@ -87,9 +87,7 @@ impl Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("log-client", || {
-        run(nic_emu::args::parse_or_exit("log-client"))
-    })
+    cli::main_with("log-client", || run(cli::parse_or_exit("log-client")))
 }
 
 fn run(a: Args) -> CliResult<()> {
@@ -119,7 +117,7 @@ fn run(a: Args) -> CliResult<()> {
     }
     // From here on Ctrl-C ends the run rather than the process: a limit
     // set below must be cleared, and what was sent reported.
-    let stop = nic_emu::args::stop_on_interrupt();
+    let stop = cli::stop_on_interrupt();
     // Only with --gbps: without it the port's setting (another tool's, an
     // operator's) is left alone. The limit is set and cleared through an
     // attachment of its own: a setting reaches the NIC through the TX

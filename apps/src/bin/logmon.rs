@@ -36,7 +36,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("logmon", || run(nic_emu::args::parse_or_exit("logmon")))
+    cli::main_with("logmon", || run(cli::parse_or_exit("logmon")))
 }
 
 impl Args {

@@ -38,7 +38,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("maglev", || run(nic_emu::args::parse_or_exit("maglev")))
+    cli::main_with("maglev", || run(cli::parse_or_exit("maglev")))
 }
 
 impl Args {

@@ -51,9 +51,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main_with("telemetry", || {
-        run(nic_emu::args::parse_or_exit("telemetry"))
-    })
+    cli::main_with("telemetry", || run(cli::parse_or_exit("telemetry")))
 }
 
 fn report_json(r: &Report) -> serde_json::Value {
