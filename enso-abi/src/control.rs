@@ -9,7 +9,7 @@
 //! exiting) detaches it. A device in the same process is attached through
 //! [`LocalNic`] instead, with the same request and answer.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -70,6 +70,19 @@ pub struct AttachRequest {
     pub desc_queues: u32,
 }
 
+/// What an attached application asks for when it needs more pipes than it
+/// reserved at attach ([`ControlRequest::Extend`], [`LocalNic::extend`]).
+/// Its pipe ids stay one range: the device grants the ids that follow it,
+/// if no other application holds them. Its DMA region does not change:
+/// the pipes must fit in the region it asked for at attach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtendRequest {
+    /// The application (its [`AttachInfo::app_id`]).
+    pub app_id: u32,
+    /// Pipe ids it holds in all after the extension (more than it holds).
+    pub pipes: u32,
+}
+
 /// What an application gets when it attaches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AttachInfo {
@@ -103,6 +116,9 @@ pub struct AttachInfo {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum ControlRequest {
     Attach(AttachRequest),
+    /// More pipe ids for an application attached through the same
+    /// connection; answered with its [`AttachInfo`] as it now stands.
+    Extend(ExtendRequest),
 }
 
 /// The answer (one JSON line).
@@ -119,22 +135,53 @@ pub fn attach_remote(dir: &Path, req: AttachRequest) -> Result<(AttachInfo, Unix
     let sock = dir.join(CONTROL_SOCKET);
     let mut s = UnixStream::connect(&sock)
         .map_err(|e| format!("cannot reach device at {}: {e}", sock.display()))?;
-    let mut line =
-        serde_json::to_string(&ControlRequest::Attach(req)).map_err(|e| e.to_string())?;
+    let info = ask(&mut s, &ControlRequest::Attach(req))?;
+    Ok((info, s))
+}
+
+/// Asks for more pipe ids over the connection an application attached
+/// through ([`attach_remote`]); the answer is its attachment as it now
+/// stands. The answer is waited for (at most [`ATTACH_TIMEOUT`]); the
+/// connection is left non-blocking, as an attached library keeps it to
+/// see, without waiting, whether the device closed it.
+pub fn extend_remote(s: &mut UnixStream, req: ExtendRequest) -> Result<AttachInfo, String> {
+    s.set_nonblocking(false).map_err(|e| e.to_string())?;
+    let r = ask(s, &ControlRequest::Extend(req));
+    s.set_nonblocking(true).map_err(|e| e.to_string())?;
+    r
+}
+
+/// Sends one request line on `s` and reads one answer line.
+fn ask(s: &mut UnixStream, req: &ControlRequest) -> Result<AttachInfo, String> {
+    let mut line = serde_json::to_string(req).map_err(|e| e.to_string())?;
     line.push('\n');
     s.write_all(line.as_bytes()).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(ATTACH_TIMEOUT))
         .map_err(|e| e.to_string())?;
-    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
-    let mut resp = String::new();
-    r.read_line(&mut resp)
-        .map_err(|e| format!("device did not answer: {e}"))?;
+    // Byte by byte: the device sends nothing after its answer line, and
+    // nothing may be left buffered here that a later read should see.
+    let mut resp = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match (&*s).read(&mut byte) {
+            Ok(0) => return Err("device closed the connection".into()),
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) if resp.len() >= MAX_ANSWER => return Err("answer too long".into()),
+            Ok(_) => resp.push(byte[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("device did not answer: {e}")),
+        }
+    }
+    let resp = String::from_utf8_lossy(&resp);
     match serde_json::from_str::<ControlResponse>(resp.trim()) {
-        Ok(ControlResponse::Attached(info)) => Ok((info, s)),
+        Ok(ControlResponse::Attached(info)) => Ok(info),
         Ok(ControlResponse::Error(e)) => Err(e),
         Err(e) => Err(format!("bad answer from device: {e}")),
     }
 }
+
+/// Longest answer line read (bytes).
+const MAX_ANSWER: usize = 64 << 10;
 
 /// Whether a device runs in `dir`: something answers on its control
 /// socket (what applications attach through). Otherwise the connection's
@@ -160,6 +207,13 @@ pub trait LocalNic {
     fn attach(&self, req: AttachRequest) -> Result<AttachInfo, LocalNicError>;
     /// Detaches application `app_id`; false if the device did not answer.
     fn detach(&self, app_id: u32) -> bool;
+    /// Grants an attached application more pipe ids (see
+    /// [`ExtendRequest`]); its attachment as it now stands. A device that
+    /// grants nothing after attach says so.
+    fn extend(&self, req: ExtendRequest) -> Result<AttachInfo, LocalNicError> {
+        let _ = req;
+        Err("this device grants no pipes after attach".into())
+    }
     /// Whether the device still runs: false once it is being stopped.
     fn is_running(&self) -> bool;
     /// A handle an attached application keeps, to detach and to ask

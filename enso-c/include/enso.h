@@ -46,9 +46,11 @@ extern "C" {
 #define ENSO_ERR_OPTIONS (-5)
 /* Mapping shared memory failed. */
 #define ENSO_ERR_IO (-6)
-/* Every RX (or RX/TX) pipe the handle reserved is in use. */
+/* No more RX (or RX/TX) pipes: the device's pipe ids after the handle's
+ * are another application's or past the device's 8192. */
 #define ENSO_ERR_NO_PIPES (-7)
-/* Every TX pipe the handle reserved is in use. */
+/* Not returned: TX pipes are allocated while the handle's memory has room
+ * (ENSO_ERR_NO_MEMORY once it has none). */
 #define ENSO_ERR_NO_TX_PIPES (-8)
 /* The device has no such port. */
 #define ENSO_ERR_NO_PORT (-9)
@@ -186,12 +188,22 @@ int enso_set_prefetch(enso_device_t *dev, int on);
 /* ---- Pipes and flow rules ---- */
 
 /* RX pipe receiving from `port`; `fallback` non-zero: it also gets the
- * port's traffic that no flow rule matches. Returns the pipe handle. */
+ * port's traffic that no flow rule matches. Returns the pipe handle. Past
+ * the `pipes` option's, the handle asks the device for more pipe ids. */
 int enso_rx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
 /* As enso_rx_pipe_alloc(), for an RX/TX pipe (enso_send_and_free()). */
 int enso_rxtx_pipe_alloc(enso_device_t *dev, uint32_t port, int fallback);
-/* A TX pipe of tx_pipe_size bytes. Returns the pipe handle. */
+/* A TX pipe of tx_pipe_size bytes (past the `tx_pipes` option's while the
+ * handle's memory has room). Returns the pipe handle. */
 int enso_tx_pipe_alloc(enso_device_t *dev);
+/* Frees an RX, RX/TX or stream pipe: waits (bounded) for its sends in
+ * flight and disables it at the NIC, which drops what arrives for it and
+ * forgets its rules. What it held is dropped; the handle is refused until
+ * an allocation gives it again. */
+int enso_rx_pipe_free(enso_device_t *dev, int pipe);
+/* Frees a TX pipe once what was sent from it is sent; the handle is
+ * refused until an allocation gives it again. */
+int enso_tx_pipe_free(enso_device_t *dev, int pipe);
 /* Steers traffic matching `rule` to an RX or RX/TX pipe. Returns the NIC's
  * answer: 0, or ENSO_ERR_QUOTA (this application already holds 2048
  * rules), ENSO_ERR_TABLE_FULL, ENSO_ERR_NOT_OWNER (another application's

@@ -25,10 +25,10 @@ struct RxEntry {
 /// The device behind an `enso_device_t *`.
 pub struct EnsoDevice {
     pub(crate) dev: Device,
-    /// Indexed by RX handle.
-    rx: Vec<RxEntry>,
-    /// Indexed by TX handle - [`TX_HANDLE_BASE`].
-    pub(crate) tx: Vec<TxPipe>,
+    /// Indexed by RX handle; `None`: freed (the handle is given again).
+    rx: Vec<Option<RxEntry>>,
+    /// Indexed by TX handle - [`TX_HANDLE_BASE`]; `None`: freed.
+    tx: Vec<Option<TxPipe>>,
     /// The RX handle `enso_next_pipe_with_data` returned last (looked at
     /// first when mapping the next pipe back to its handle).
     last: usize,
@@ -42,6 +42,7 @@ impl EnsoDevice {
             .ok()
             .and_then(|i| self.rx.get(i))
             .copied()
+            .flatten()
             .ok_or_else(|| {
                 Failure::new(
                     ENSO_ERR_BAD_HANDLE,
@@ -65,6 +66,7 @@ impl EnsoDevice {
             .and_then(|i| usize::try_from(i).ok())
             .and_then(|i| self.tx.get(i))
             .copied()
+            .flatten()
             .ok_or_else(|| {
                 Failure::new(
                     ENSO_ERR_BAD_HANDLE,
@@ -84,18 +86,42 @@ impl EnsoDevice {
         }
     }
 
+    /// A handle for a new RX pipe: the lowest free one, as file
+    /// descriptors are given.
     pub(crate) fn add_rx(&mut self, pipe: RxPipe, rxtx: Option<RxTxPipe>) -> c_int {
-        self.rx.push(RxEntry { pipe, rxtx });
-        self.rx.len() as c_int - 1
+        lowest_free(&mut self.rx, RxEntry { pipe, rxtx })
+    }
+
+    /// A handle for a new TX pipe: the lowest free one.
+    pub(crate) fn add_tx(&mut self, pipe: TxPipe) -> c_int {
+        TX_HANDLE_BASE + lowest_free(&mut self.tx, pipe)
+    }
+
+    /// Frees RX handle `h` (its pipe was freed).
+    pub(crate) fn remove_rx(&mut self, h: c_int) {
+        if let Some(e) = usize::try_from(h).ok().and_then(|i| self.rx.get_mut(i)) {
+            *e = None;
+        }
+    }
+
+    /// Frees TX handle `h` (its pipe was freed).
+    pub(crate) fn remove_tx(&mut self, h: c_int) {
+        let i = h
+            .checked_sub(TX_HANDLE_BASE)
+            .and_then(|i| usize::try_from(i).ok());
+        if let Some(e) = i.and_then(|i| self.tx.get_mut(i)) {
+            *e = None;
+        }
     }
 
     /// The handle of `pipe` (one of ours: `Device` hands out only pipes
     /// it allocated, and this device allocated them all through `rx`).
     pub(crate) fn handle_of(&mut self, pipe: RxPipe) -> Result<c_int, Failure> {
-        if self.rx.get(self.last).is_some_and(|e| e.pipe == pipe) {
+        let is = |e: &Option<RxEntry>| e.is_some_and(|e| e.pipe == pipe);
+        if self.rx.get(self.last).is_some_and(is) {
             return Ok(self.last as c_int);
         }
-        let i = self.rx.iter().position(|e| e.pipe == pipe).ok_or_else(|| {
+        let i = self.rx.iter().position(is).ok_or_else(|| {
             Failure::new(
                 ENSO_ERR_INTERNAL,
                 "the device returned a pipe with no handle",
@@ -103,6 +129,21 @@ impl EnsoDevice {
         })?;
         self.last = i;
         Ok(i as c_int)
+    }
+}
+
+/// Puts `v` in the lowest free slot of `slots` (or a new one at the end);
+/// its index.
+fn lowest_free<T>(slots: &mut Vec<Option<T>>, v: T) -> c_int {
+    match slots.iter().position(Option::is_none) {
+        Some(i) => {
+            slots[i] = Some(v);
+            i as c_int
+        }
+        None => {
+            slots.push(Some(v));
+            slots.len() as c_int - 1
+        }
     }
 }
 

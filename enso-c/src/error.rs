@@ -74,7 +74,9 @@ impl Code for AttachError {
 impl Code for AllocError {
     fn code(&self) -> c_int {
         match self {
-            AllocError::NoPipes(_) | AllocError::NoQueues(_) => ENSO_ERR_NO_PIPES,
+            AllocError::NoPipes(_) | AllocError::NoMorePipes(_) | AllocError::NoQueues(_) => {
+                ENSO_ERR_NO_PIPES
+            }
             AllocError::NoTxPipes(_) => ENSO_ERR_NO_TX_PIPES,
             AllocError::NoPool => ENSO_ERR_OPTIONS,
             AllocError::NoPort(_) => ENSO_ERR_NO_PORT,

@@ -53,8 +53,9 @@ pub use device::{
 };
 pub use error::{enso_last_error, enso_strerror};
 pub use pipes::{
-    enso_bind, enso_rx_pipe_alloc, enso_rxtx_pipe_alloc, enso_set_fallback_round_robin,
-    enso_stream_pipe_alloc, enso_tx_pipe_alloc, enso_unbind,
+    enso_bind, enso_rx_pipe_alloc, enso_rx_pipe_free, enso_rxtx_pipe_alloc,
+    enso_set_fallback_round_robin, enso_stream_pipe_alloc, enso_tx_pipe_alloc, enso_tx_pipe_free,
+    enso_unbind,
 };
 pub use ports::{
     enso_rtt_ns, enso_set_rate_limit, enso_set_timestamping, enso_set_timestamping_as,

@@ -9,7 +9,7 @@ use crate::device::EnsoDevice;
 use crate::error::Failure;
 use crate::guard::flag;
 use crate::structs::EnsoFlowRule;
-use crate::{ENSO_ERR_INVALID, ENSO_OK, TX_HANDLE_BASE};
+use crate::{ENSO_ERR_INVALID, ENSO_OK};
 
 /// Allocates an RX pipe receiving from `port`; `fallback` non-zero makes it
 /// a fallback pipe (it gets the port's traffic no flow rule matches).
@@ -48,7 +48,8 @@ pub unsafe extern "C" fn enso_rxtx_pipe_alloc(
     })
 }
 
-/// Allocates a TX pipe of the `tx_pipe_size` option's bytes. Returns its
+/// Allocates a TX pipe of the `tx_pipe_size` option's bytes (past the
+/// `tx_pipes` option's, while the handle's memory has room). Returns its
 /// handle (>= 0).
 ///
 /// # Safety
@@ -57,8 +58,41 @@ pub unsafe extern "C" fn enso_rxtx_pipe_alloc(
 pub unsafe extern "C" fn enso_tx_pipe_alloc(dev: *mut EnsoDevice) -> c_int {
     on_device!(dev, |d| {
         let p = d.dev.alloc_tx_pipe()?;
-        d.tx.push(p);
-        Ok(TX_HANDLE_BASE + d.tx.len() as c_int - 1)
+        Ok(d.add_tx(p))
+    })
+}
+
+/// Frees RX (or RX/TX, or stream) pipe `pipe`: waits (bounded) for its
+/// sends in flight, disables it at the NIC (which drops what arrives for
+/// it, forgets its flow rules and takes it out of the fallback pipes), and
+/// keeps it for the next allocation, which may give the same handle. What
+/// it held is dropped.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_rx_pipe_free(dev: *mut EnsoDevice, pipe: c_int) -> c_int {
+    on_device!(dev, |d| {
+        let p = d.rx(pipe)?;
+        d.dev.free_pipe(p)?;
+        d.remove_rx(pipe);
+        Ok(ENSO_OK)
+    })
+}
+
+/// Frees TX pipe `pipe`: waits (bounded) until what was sent from it is
+/// sent, and keeps it for the next [`enso_tx_pipe_alloc`], which may give
+/// the same handle.
+///
+/// # Safety
+/// `dev` is null or a live handle used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn enso_tx_pipe_free(dev: *mut EnsoDevice, pipe: c_int) -> c_int {
+    on_device!(dev, |d| {
+        let p = d.tx(pipe)?;
+        d.dev.free_tx_pipe(p)?;
+        d.remove_tx(pipe);
+        Ok(ENSO_OK)
     })
 }
 

@@ -150,9 +150,18 @@ fn frames_sent_from_a_tx_pipe_reach_the_bound_pipe_and_the_fallback_pipe() {
         let fb = enso_rxtx_pipe_alloc(dev, 0, 1);
         let tx = enso_tx_pipe_alloc(dev);
         assert_eq!((rx, fb, tx), (0, 1, TX_HANDLE_BASE));
-        assert_eq!(enso_rx_pipe_alloc(dev, 0, 0), ENSO_ERR_NO_PIPES);
-        assert!(last_error().contains("no free RX pipe"), "{}", last_error());
-        assert_eq!(enso_tx_pipe_alloc(dev), ENSO_ERR_NO_TX_PIPES);
+        // Past the pipes and TX pipes reserved at attach: more are given.
+        // Freed, a handle is refused until an allocation gives it again.
+        let more = enso_rx_pipe_alloc(dev, 0, 0);
+        assert_eq!(more, 2, "{}", last_error());
+        assert_eq!(enso_rx_pipe_free(dev, more), ENSO_OK);
+        assert_eq!(enso_rx_pipe_free(dev, more), ENSO_ERR_BAD_HANDLE);
+        assert_eq!(enso_bind(dev, more, &rule(3)), ENSO_ERR_BAD_HANDLE);
+        let tx2 = enso_tx_pipe_alloc(dev);
+        assert_eq!(tx2, TX_HANDLE_BASE + 1, "{}", last_error());
+        assert_eq!(enso_tx_pipe_free(dev, tx2), ENSO_OK);
+        assert_eq!(enso_tx_pipe_free(dev, tx2), ENSO_ERR_BAD_HANDLE);
+        assert_eq!(enso_tx_space(dev, tx2, &mut 0), ENSO_ERR_BAD_HANDLE);
         assert_eq!(enso_rx_pipe_alloc(dev, 1, 0), ENSO_ERR_NO_PORT);
         assert_eq!(enso_bind(dev, rx, &rule(3)), ENSO_OK);
         assert_eq!(enso_next_pipe_with_data(dev), ENSO_ERR_AGAIN);
@@ -603,4 +612,68 @@ fn port_macs_stream_pipes_and_rxtx_pipes_in_notification_order() {
         assert_eq!(enso_free(dev, st, 5), ENSO_OK, "any byte count");
         assert_eq!(enso_device_close(dev), ENSO_OK);
     }
+}
+
+#[test]
+fn pipes_past_those_reserved_are_given_and_freed_ones_given_again() {
+    let s = loopback_device("grow");
+    let mut o = EnsoDeviceOptions {
+        pipes: 0,
+        tx_pipes: 0,
+        tx_pipe_size: 0,
+        tx_credits: 0,
+        prefetch: 0,
+    };
+    // SAFETY: a writable options struct.
+    assert_eq!(unsafe { enso_device_options_default(&mut o) }, ENSO_OK);
+    o.pipes = 1;
+    o.tx_pipes = 1;
+    o.tx_pipe_size = 1 << 16;
+    let dev = s.open(Some(&o));
+    // SAFETY: `dev` is live and used by this thread only; every pointer
+    // passed is valid.
+    unsafe {
+        // An RX pipe with a TX pipe of its own, eight times over (seven
+        // more of each than reserved).
+        let mut pairs = vec![];
+        for i in 0..8 {
+            let rx = enso_rx_pipe_alloc(dev, 0, 0);
+            let tx = enso_tx_pipe_alloc(dev);
+            assert_eq!((rx, tx), (i, TX_HANDLE_BASE + i), "{}", last_error());
+            assert_eq!(enso_bind(dev, rx, &rule(i as u32)), ENSO_OK);
+            pairs.push((rx, tx));
+        }
+        // Each TX pipe sends its own flow; each RX pipe gets it intact.
+        for &(rx, tx) in &pairs {
+            let f = frame(rx as u32, rx as u64, 100);
+            send_frames(dev, tx, std::slice::from_ref(&f));
+            let (p, mut b) = recv_next(dev);
+            assert_eq!((p, frames_of(&mut b)), (rx, vec![f]));
+            assert_eq!(enso_free(dev, p, b.len), ENSO_OK);
+        }
+        // 200 times: freed pipes are given again, under the lowest free
+        // handle.
+        for _ in 0..200 {
+            assert_eq!(enso_rx_pipe_free(dev, 3), ENSO_OK, "{}", last_error());
+            assert_eq!(enso_tx_pipe_free(dev, TX_HANDLE_BASE + 5), ENSO_OK);
+            assert_eq!(enso_rx_pipe_alloc(dev, 0, 0), 3, "{}", last_error());
+            assert_eq!(enso_tx_pipe_alloc(dev), TX_HANDLE_BASE + 5);
+        }
+        // The freed pipe's rule went with it: flow 3 matches nothing now.
+        send_frames(dev, pairs[5].1, &[frame(3, 99, 64)]);
+        let start = Instant::now();
+        while s.nic.stats().ports[0].counters.drop_no_match == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "not dropped");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(enso_bind(dev, 3, &rule(3)), ENSO_OK);
+        let f = frame(3, 100, 64);
+        send_frames(dev, pairs[5].1, std::slice::from_ref(&f));
+        let (p, mut b) = recv_next(dev);
+        assert_eq!((p, frames_of(&mut b)), (3, vec![f]));
+        assert_eq!(enso_free(dev, p, b.len), ENSO_OK);
+        assert_eq!(enso_device_close(dev), ENSO_OK);
+    }
+    let stats = s.nic.stop();
+    assert_eq!(stats.ports[0].counters.drop_no_match, 1);
 }

@@ -1,6 +1,8 @@
 //! Echo by copy, as Ensō's `echo_copy` example: frames received on RX
 //! pipes are copied, one by one while the batch is walked, into a TX pipe
-//! and sent; the RX bytes are then freed. [`Device::recv_and_tx`] lends
+//! and sent; the RX bytes are then freed. As there, every RX pipe has a
+//! TX pipe of its own: the handle reserves one at attach and allocates
+//! the others as they are asked for. [`Device::recv_and_tx`] lends
 //! the batch and the TX pipe's sending side together, so the loop reads
 //! as Ensō's does (`RecvPkts`, then `AllocateBuf`/`memcpy`/`SendAndFree`
 //! per packet, then `Clear`).
@@ -32,7 +34,8 @@ pub struct Args {
     /// Start an emulated NIC in this process, its port 0 a traffic generator.
     #[arg(long)]
     pub in_process: bool,
-    /// RX pipes, all fallback pipes: the NIC spreads flows over them.
+    /// RX pipes, all fallback pipes: the NIC spreads flows over them. Each
+    /// has its own TX pipe.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub pipes: u32,
     /// Stop after echoing this many frames.
@@ -49,6 +52,9 @@ pub struct Args {
 /// What the run did.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Summary {
+    /// RX pipes, and TX pipes (one each).
+    pub pipes: u32,
+    pub tx_pipes: u32,
     /// Frames copied and sent, and the RX bytes they took.
     pub frames: u64,
     pub rx_bytes: u64,
@@ -63,6 +69,7 @@ pub struct Summary {
 
 /// Attaches, echoes until `--frames` or `--duration-s`, and sums up.
 pub fn run(args: &Args) -> Result<Summary, Box<dyn std::error::Error>> {
+    // One TX pipe sized for at attach; the others come on demand.
     let opts = DeviceOptions {
         pipes: args.pipes,
         tx_pipes: 1,
@@ -77,7 +84,10 @@ pub fn run(args: &Args) -> Result<Summary, Box<dyn std::error::Error>> {
         paused: true,
         ..Default::default()
     };
-    let name = format!("example-echo-copy-{}", std::process::id());
+    // A name of its own for each run (tests run several in one process).
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("example-echo-copy-{}-{run}", std::process::id());
     let cfg = DeviceConfig::new(name, WireConfig::Generator(generator));
     let nic = args
         .in_process
@@ -88,20 +98,30 @@ pub fn run(args: &Args) -> Result<Summary, Box<dyn std::error::Error>> {
         (None, Some(name)) => Device::open(name, opts)?,
         (None, None) => return Err("give --device NAME or --in-process".into()),
     };
+    // Each RX pipe with its TX pipe, as Ensō's echo_copy allocates them.
+    let mut pairs = Vec::new();
     for _ in 0..args.pipes {
-        dev.alloc_rx_pipe(true)?;
+        pairs.push((dev.alloc_rx_pipe(true)?, dev.alloc_tx_pipe()?));
     }
-    let tx = dev.alloc_tx_pipe()?;
     if let Some(nic) = &nic {
         nic.with_engine(|e| e.set_generators_paused(false));
     }
     let deadline = Instant::now() + Duration::from_secs(args.duration_s);
-    let mut s = Summary::default();
+    let mut s = Summary {
+        pipes: args.pipes,
+        tx_pipes: pairs.len() as u32,
+        ..Default::default()
+    };
     while s.frames < args.frames && Instant::now() < deadline {
         let Some(pipe) = dev.next_pipe_with_data()? else {
             dev.check_alive()?; // a device that is gone sends nothing more
             continue;
         };
+        let tx = pairs
+            .iter()
+            .find(|(rx, _)| *rx == pipe)
+            .map(|&(_, tx)| tx)
+            .ok_or("a pipe this program did not allocate")?;
         let (frames, bytes) = {
             let (batch, mut out) = dev.recv_and_tx(pipe, tx)?;
             let mut frames = 0u64;

@@ -196,6 +196,9 @@ struct TxPipeSw {
     done: u64,
     /// Bytes the last `tx_buf` handed out and no `send` has sent yet.
     reserved: usize,
+    /// Freed ([`Device::free_tx_pipe`]): its slot and memory kept for the
+    /// next allocation.
+    free: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]

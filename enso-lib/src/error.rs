@@ -20,10 +20,18 @@ pub enum AttachError {
 /// Allocating a pipe failed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AllocError {
-    /// Every RX (or RX/TX) pipe reserved at attach time is in use.
-    #[error("no free RX pipe (attached with {0}; see DeviceOptions::pipes)")]
+    /// Every RX (or RX/TX) pipe reserved at attach time is in use, and
+    /// the handle cannot ask for more (a stepped engine's).
+    #[error("no free RX pipe (attached with {0}; a stepped engine grants no more)")]
     NoPipes(u32),
-    /// Every TX pipe reserved at attach time is in use.
+    /// The device grants no more pipe ids: the ids after the handle's are
+    /// another application's, or past the device's
+    /// [`MAX_PIPES`](enso_abi::layout::MAX_PIPES).
+    #[error("no more RX pipes: {0}")]
+    NoMorePipes(String),
+    /// Not returned: TX pipes are allocated while the DMA region has room
+    /// ([`AllocError::NoMemory`] once it has none). Kept for code that
+    /// names it.
     #[error("no free TX pipe (attached with {0}; see DeviceOptions::tx_pipes)")]
     NoTxPipes(u32),
     /// Every descriptor queue reserved at attach time is in use.

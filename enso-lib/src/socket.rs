@@ -116,8 +116,9 @@ impl Sockets {
         Ok(Sockets::from_device(dev))
     }
 
-    /// The options [`Sockets::open`] attaches with: room for 64 sockets and
-    /// one TX pipe.
+    /// The options [`Sockets::open`] attaches with: 64 pipe ids reserved
+    /// (a socket past them asks the device for more, up to its pipe ids)
+    /// and one TX pipe.
     pub fn options() -> DeviceOptions {
         DeviceOptions {
             pipes: 64,
@@ -127,7 +128,8 @@ impl Sockets {
     }
 
     /// Sockets over a device handle attached some other way (in process,
-    /// say). Its options must leave room for the sockets' pipes.
+    /// say). Sockets past the pipes it reserved ask the device for more,
+    /// as [`Device::alloc_rx_pipe`] does.
     pub fn from_device(dev: Device) -> Sockets {
         let told = dev.sends_completed();
         Sockets {

@@ -47,6 +47,31 @@ fn echo_copy_sends_a_copy_of_every_frame_while_walking_the_batch() {
         (Some(3000), Some(3000), Some(0)),
         "every copy came back intact"
     );
+    assert_eq!((s.pipes, s.tx_pipes), (2, 2));
+}
+
+#[test]
+fn echo_copy_with_a_tx_pipe_per_rx_pipe_gets_every_frame_back() {
+    // Eight RX pipes, each with its own TX pipe: seven more TX pipes than
+    // the handle reserved at attach, allocated as asked for.
+    let a: echo_copy::Args = args(&[
+        "echo_copy",
+        "--in-process",
+        "--pipes",
+        "8",
+        "--frames",
+        "4000",
+    ]);
+    let s = echo_copy::run(&a).expect("echo_copy");
+    assert_eq!((s.pipes, s.tx_pipes), (8, 8));
+    assert_eq!(s.frames, 4000);
+    assert_eq!(s.rx_bytes, 4000 * 64);
+    assert!((1..=4000).contains(&s.batches), "{s:?}");
+    assert_eq!(
+        (s.sent, s.returned, s.corrupt),
+        (Some(4000), Some(4000), Some(0)),
+        "every copy came back intact"
+    );
 }
 
 #[test]

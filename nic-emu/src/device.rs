@@ -498,6 +498,9 @@ impl enso_abi::control::LocalNic for NicControl {
     fn detach(&self, app_id: u32) -> bool {
         NicControl::detach(self, app_id)
     }
+    fn extend(&self, req: enso_abi::control::ExtendRequest) -> Result<AttachInfo, LocalNicError> {
+        Ok(NicControl::extend(self, req)?)
+    }
     fn is_running(&self) -> bool {
         NicControl::is_running(self)
     }
@@ -525,6 +528,9 @@ impl enso_abi::control::LocalNic for Nic {
     }
     fn detach(&self, app_id: u32) -> bool {
         Nic::detach(self, app_id)
+    }
+    fn extend(&self, req: enso_abi::control::ExtendRequest) -> Result<AttachInfo, LocalNicError> {
+        Ok(self.control().extend(req)?)
     }
     fn is_running(&self) -> bool {
         self.control().is_running()

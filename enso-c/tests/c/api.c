@@ -84,6 +84,8 @@ int main(void) {
     EXPECT_CODE(enso_rx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_rxtx_pipe_alloc(NULL, 0, 1), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_tx_pipe_alloc(NULL), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_rx_pipe_free(NULL, 0), ENSO_ERR_INVALID);
+    EXPECT_CODE(enso_tx_pipe_free(NULL, 0), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_bind(NULL, 0, &rule), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_unbind(NULL, 0, &rule), ENSO_ERR_INVALID);
     EXPECT_CODE(enso_set_fallback_round_robin(NULL, 0, 1), ENSO_ERR_INVALID);

@@ -4,6 +4,9 @@ use enso_abi::layout::{self, config, reg, reg_addr};
 use enso_abi::shm::MirrorMap;
 use enso_abi::wire::FLIT;
 
+use enso_abi::control::{extend_remote, ExtendRequest};
+
+use super::liveness::Keepalive;
 use super::{Device, PipeSw, RxPipe, RxTxPipe, TxPipe, TxPipeSw, Wait};
 use crate::error::{AllocError, DeviceError, FreeError};
 
@@ -57,8 +60,8 @@ impl Device {
             (i as u32, p.id, p.off)
         } else {
             let idx = self.pipes.len() as u32;
-            if idx >= self.info.pipe_count.min(self.opts.pipes) {
-                return Err(AllocError::NoPipes(self.info.pipe_count));
+            if idx >= self.info.pipe_count {
+                self.grow_pipe_ids(idx + 1)?;
             }
             let off = self.alloc_region(size)?;
             let map = MirrorMap::new(&self.file, off, size)
@@ -79,6 +82,7 @@ impl Device {
                 shift,
                 mask,
             });
+            self.grow_ready();
             (idx, id, off)
         };
         // Enable: head and tail start at zero; the high address half enables.
@@ -126,6 +130,73 @@ impl Device {
         self.mmio_write(reg_addr(id, reg::RX_MEM_LOW), 0)?;
         self.mmio_write(reg_addr(id, reg::RX_MEM_HIGH), 0)?;
         Ok(())
+    }
+
+    /// Asks the device for pipe ids after the handle's, to hold `need` in
+    /// all: twice as many as it holds if it can have them (fewer requests
+    /// for a handle that keeps allocating), else just `need`.
+    fn grow_pipe_ids(&mut self, need: u32) -> Result<(), AllocError> {
+        let most = layout::MAX_PIPES - self.info.pipe_base;
+        if need > most {
+            return Err(AllocError::NoMorePipes(format!(
+                "{need} pipes from id {} would pass the device's {} pipe ids",
+                self.info.pipe_base,
+                layout::MAX_PIPES
+            )));
+        }
+        let double = self.info.pipe_count.saturating_mul(2).clamp(need, most);
+        let info = match self.extend_attachment(double) {
+            Ok(info) => info,
+            Err(_) if double > need => self.extend_attachment(need)?,
+            Err(e) => return Err(e),
+        };
+        let sane = info.app_id == self.info.app_id
+            && info.pipe_base == self.info.pipe_base
+            && info.pipe_count >= need
+            && info.pipe_base as u64 + info.pipe_count as u64 <= layout::MAX_PIPES as u64;
+        if !sane {
+            return Err(AllocError::NoMorePipes(format!(
+                "bad answer: pipes {}+{} for application {}, asked for {need} from {}",
+                info.pipe_base, info.pipe_count, info.app_id, self.info.pipe_base
+            )));
+        }
+        self.info.pipe_count = info.pipe_count;
+        // `dirty` holds each pipe once: it never grows on the datapath.
+        self.dirty.reserve(info.pipe_count as usize);
+        Ok(())
+    }
+
+    /// One request for `pipes` pipe ids in all, through the attachment.
+    fn extend_attachment(
+        &mut self,
+        pipes: u32,
+    ) -> Result<enso_abi::control::AttachInfo, AllocError> {
+        let req = ExtendRequest {
+            app_id: self.info.app_id,
+            pipes,
+        };
+        match &mut self._keep {
+            Keepalive::Socket(s) => extend_remote(s, req).map_err(AllocError::NoMorePipes),
+            Keepalive::Control(c, _) => c
+                .extend(req)
+                .map_err(|e| AllocError::NoMorePipes(e.to_string())),
+            Keepalive::None => Err(AllocError::NoPipes(self.info.pipe_count)),
+        }
+    }
+
+    /// Makes the queue of pipes with data hold every pipe (it never grows
+    /// on the datapath): after a pipe slot was added.
+    fn grow_ready(&mut self) {
+        if self.ready.len() >= self.pipes.len() {
+            return;
+        }
+        let cap = self.ready.len();
+        let mut ready = vec![0; (2 * cap).max(self.pipes.len())];
+        for (i, r) in ready.iter_mut().take(self.ready_len).enumerate() {
+            *r = self.ready[(self.ready_head + i) % cap];
+        }
+        self.ready = ready.into_boxed_slice();
+        self.ready_head = 0;
     }
 
     /// Before a freed pipe's slot is reused: waits (bounded) until the NIC
@@ -199,10 +270,20 @@ impl Device {
         (p.dev == self.uid && self.pipes.get(p.idx as usize)?.rxtx).then_some(RxTxPipe(p))
     }
 
-    /// Allocates a TX pipe of `opts.tx_pipe_size` bytes.
+    /// Allocates a TX pipe of `opts.tx_pipe_size` bytes: a freed one's
+    /// slot and memory first ([`Device::free_tx_pipe`]), else new memory
+    /// of the DMA region, which has room for as many pipes as the device
+    /// has pipe ids ([`DeviceOptions::tx_pipes`](super::DeviceOptions::tx_pipes)
+    /// is what it is sized for at least). [`AllocError::NoMemory`] once the
+    /// region is full.
     pub fn alloc_tx_pipe(&mut self) -> Result<TxPipe, AllocError> {
-        if self.tx_pipes.len() as u32 >= self.opts.tx_pipes {
-            return Err(AllocError::NoTxPipes(self.opts.tx_pipes));
+        if let Some(i) = self.tx_pipes.iter().position(|t| t.free) {
+            let t = &mut self.tx_pipes[i];
+            (t.tail, t.done, t.reserved, t.free) = (0, 0, 0, false);
+            return Ok(TxPipe {
+                dev: self.uid,
+                idx: i as u32,
+            });
         }
         let size = self.opts.tx_pipe_size;
         let off = self.alloc_region(size)?;
@@ -215,10 +296,41 @@ impl Device {
             tail: 0,
             done: 0,
             reserved: 0,
+            free: false,
         });
         Ok(TxPipe {
             dev: self.uid,
             idx: self.tx_pipes.len() as u32 - 1,
         })
+    }
+
+    /// Frees a TX pipe: waits (bounded) until the NIC has sent everything
+    /// sent from it, then keeps its slot and memory for the next
+    /// [`Device::alloc_tx_pipe`], which reuses them. The handle no longer
+    /// names a pipe: calls with it fail, or after a new allocation reuses
+    /// the slot, name the new pipe.
+    pub fn free_tx_pipe(&mut self, pipe: TxPipe) -> Result<(), FreeError> {
+        let idx = self.tx_idx(pipe).ok_or(FreeError::ForeignPipe)?;
+        let mut wait = Wait::new();
+        loop {
+            let t = &self.tx_pipes[idx];
+            if t.done == t.tail {
+                break;
+            }
+            self.flush_tx()?;
+            self.reap_completions()?;
+            wait.check(self, DeviceError::TxStalled)?;
+            std::hint::spin_loop();
+        }
+        let t = &mut self.tx_pipes[idx];
+        (t.tail, t.done, t.reserved, t.free) = (0, 0, 0, true);
+        Ok(())
+    }
+
+    /// The slot of TX pipe `pipe`, if it is this handle's and not freed.
+    #[inline]
+    pub(super) fn tx_idx(&self, pipe: TxPipe) -> Option<usize> {
+        let i = pipe.idx as usize;
+        (pipe.dev == self.uid && self.tx_pipes.get(i).is_some_and(|t| !t.free)).then_some(i)
     }
 }

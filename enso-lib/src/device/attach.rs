@@ -19,9 +19,13 @@ static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 /// Settings of a device handle.
 #[derive(Clone, Debug)]
 pub struct DeviceOptions {
-    /// RX (and RX/TX) pipes this handle may allocate.
+    /// RX (and RX/TX) pipe ids reserved at attach. A handle allocating
+    /// more asks the device for the ids after its own, up to the device's
+    /// [`MAX_PIPES`](enso_abi::layout::MAX_PIPES) (see [`Device::alloc_rx_pipe`]).
     pub pipes: u32,
-    /// TX pipes this handle may allocate.
+    /// TX pipes the DMA region is sized for at attach. More are allocated
+    /// while the region has room, which it has for as many pipes as the
+    /// device has pipe ids (see [`Device::alloc_tx_pipe`]).
     pub tx_pipes: u32,
     /// Bytes per TX pipe (power of two, at least 4096).
     pub tx_pipe_size: usize,
@@ -77,12 +81,44 @@ pub(super) fn region_bytes(o: &DeviceOptions, pipe_size: usize, entries: u32) ->
     .fold(0, usize::saturating_add)
 }
 
-pub(super) fn request(o: &DeviceOptions, pipe_size: usize, entries: u32) -> AttachRequest {
+/// Bytes a handle's DMA region holds beyond what its options need: room
+/// for as many pipes as the device has pipe ids, RX pipes allocated past
+/// [`DeviceOptions::pipes`] and TX pipes past [`DeviceOptions::tx_pipes`]
+/// alike. The region is sparse: pages are allocated when touched.
+pub(super) fn growth_room(pipe_size: usize) -> usize {
+    (layout::MAX_PIPES as usize).saturating_mul(pipe_size)
+}
+
+/// The attach request for options `o`; `room`: with [`growth_room`] (a
+/// device that accepts no region that large is asked again without).
+pub(super) fn request(
+    o: &DeviceOptions,
+    pipe_size: usize,
+    entries: u32,
+    room: bool,
+) -> AttachRequest {
+    let need = region_bytes(o, pipe_size, entries);
     AttachRequest {
         pipes: o.pipes,
-        dma_bytes: region_bytes(o, pipe_size, entries),
+        dma_bytes: if room {
+            need.saturating_add(growth_room(pipe_size))
+        } else {
+            need
+        },
         desc_queues: o.queues,
     }
+}
+
+/// Asks `attach` for a region with growth room, and if refused, again
+/// for what the options need (the second refusal is the one returned).
+fn attach_with_room<T>(
+    mut attach: impl FnMut(AttachRequest) -> Result<T, String>,
+    o: &DeviceOptions,
+    pipe_size: usize,
+    entries: u32,
+) -> Result<T, String> {
+    attach(request(o, pipe_size, entries, true))
+        .or_else(|_| attach(request(o, pipe_size, entries, false)))
 }
 
 pub(super) fn check_options(o: &DeviceOptions) -> Result<(), AttachError> {
@@ -193,17 +229,16 @@ impl Device {
         // Sizes are device settings; ask with the real NIC's defaults first,
         // then retry with the device's own if they differ. Either answer is
         // checked (`check_info`) before it is used.
-        let guess = request(&opts, 2 << 20, 16384);
+        let remote = |req| enso_abi::control::attach_remote(&devdir, req);
         let (info, sock) =
-            enso_abi::control::attach_remote(&devdir, guess).map_err(AttachError::Device)?;
+            attach_with_room(remote, &opts, 2 << 20, 16384).map_err(AttachError::Device)?;
+        // Room for growth was sized by the guess; what the options need,
+        // by the device's own sizes.
         let want = region_bytes(&opts, info.pipe_size, info.notif_ring_entries);
         let (info, sock) = if want > info.dma_len {
             drop(sock);
-            enso_abi::control::attach_remote(
-                &devdir,
-                request(&opts, info.pipe_size, info.notif_ring_entries),
-            )
-            .map_err(AttachError::Device)?
+            attach_with_room(remote, &opts, info.pipe_size, info.notif_ring_entries)
+                .map_err(AttachError::Device)?
         } else {
             (info, sock)
         };
@@ -224,9 +259,9 @@ impl Device {
         opts: DeviceOptions,
     ) -> Result<Self, AttachError> {
         check_options(&opts)?;
-        let info = nic
-            .attach(request(&opts, pipe_size, notif_entries))
-            .map_err(|e| AttachError::Device(e.to_string()))?;
+        let local = |req| nic.attach(req).map_err(|e| e.to_string());
+        let info = attach_with_room(local, &opts, pipe_size, notif_entries)
+            .map_err(AttachError::Device)?;
         let id = info.app_id;
         Self::from_info(info, opts, Keepalive::Control(nic.handle(), id))
     }
@@ -247,10 +282,8 @@ impl Device {
     ) -> Result<Self, AttachError> {
         check_options(&opts)?;
         let (ps, ne) = engine.ring_sizes();
-        let req = request(&opts, ps, ne);
-        let info = engine
-            .attach(&req)
-            .map_err(|e| AttachError::Device(e.to_string()))?;
+        let stepped = |req: AttachRequest| engine.attach(&req).map_err(|e| e.to_string());
+        let info = attach_with_room(stepped, &opts, ps, ne).map_err(AttachError::Device)?;
         Self::from_info(info, opts, Keepalive::None)
     }
 
@@ -274,7 +307,7 @@ impl Device {
         let entries = info.notif_ring_entries;
         let ring_bytes = layout::notif_ring_bytes(entries);
         let (rx_ring, tx_ring) = layout::notif_rings(entries);
-        let pipes = info.pipe_count.min(opts.pipes) as usize;
+        let pipes = info.pipe_count as usize;
         let prefetch = opts
             .prefetch
             .unwrap_or(info.notification_mode == NotificationMode::ReactivePrefetch);

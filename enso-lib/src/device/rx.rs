@@ -108,7 +108,7 @@ impl Device {
         tx: TxPipe,
         max: usize,
     ) -> Result<(RxBatch<'_>, &mut [u8]), RecvError> {
-        if tx.dev != self.uid || tx.idx as usize >= self.tx_pipes.len() {
+        if self.tx_idx(tx).is_none() {
             return Err(RecvError::ForeignPipe);
         }
         let (at, len, base) = {

@@ -35,7 +35,7 @@ impl Device {
         rx: impl Into<RxPipe>,
         tx: TxPipe,
     ) -> Result<(RxBatch<'_>, TxHalf<'_>), RecvError> {
-        if tx.dev != self.uid || tx.idx as usize >= self.tx_pipes.len() {
+        if self.tx_idx(tx).is_none() {
             return Err(RecvError::ForeignPipe);
         }
         let data: *mut [u8] = self.take(rx.into(), true)?.data;

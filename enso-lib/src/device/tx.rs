@@ -122,7 +122,7 @@ impl Device {
         port: u32,
     ) -> Result<(), SendError> {
         let p = pipe.0;
-        if p.dev != self.uid || p.idx as usize >= self.pipes.len() {
+        if self.pipe_id(p).is_none() {
             return Err(SendError::ForeignPipe);
         }
         if port as usize >= self.info.ports {
@@ -163,7 +163,7 @@ impl Device {
 
     /// Bytes free in a TX pipe (after reclaiming completions).
     pub fn tx_space(&mut self, pipe: TxPipe) -> Result<usize, SendError> {
-        if pipe.dev != self.uid {
+        if self.tx_idx(pipe).is_none() {
             return Err(SendError::ForeignPipe);
         }
         self.reap_completions()?;
@@ -174,7 +174,7 @@ impl Device {
     /// A writable span of `len` bytes at the end of a TX pipe, waiting
     /// (bounded) for space. Fill it, then call [`Device::send`].
     pub fn tx_buf(&mut self, pipe: TxPipe, len: usize) -> Result<&mut [u8], SendError> {
-        if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
+        if self.tx_idx(pipe).is_none() {
             return Err(SendError::ForeignPipe);
         }
         let cap = self.tx_pipes[pipe.idx as usize].size;
@@ -206,7 +206,7 @@ impl Device {
     /// span, so each send needs its own `tx_buf` (or
     /// [`Device::recv_with_tx_span`]).
     pub fn send(&mut self, pipe: TxPipe, len: usize, port: u32) -> Result<(), SendError> {
-        if pipe.dev != self.uid || pipe.idx as usize >= self.tx_pipes.len() {
+        if self.tx_idx(pipe).is_none() {
             return Err(SendError::ForeignPipe);
         }
         if port as usize >= self.info.ports {

@@ -8,7 +8,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ControlCells, ControlLimits, ControlRequest, ControlResponse, NicControl};
+use crossbeam_channel::bounded;
+use enso_abi::control::ExtendRequest;
+
+use super::{
+    AttachInfo, Cmd, ControlCells, ControlLimits, ControlRequest, ControlResponse, NicControl,
+    NicError, CMD_TIMEOUT,
+};
+
+impl NicControl {
+    /// Grants attached application `req.app_id` more pipe ids
+    /// ([`crate::Engine::extend`]); its attachment as it now stands.
+    pub fn extend(&self, req: ExtendRequest) -> Result<AttachInfo, NicError> {
+        self.extend_within(req, CMD_TIMEOUT)
+    }
+
+    /// As [`NicControl::extend`], waiting at most `wait` for the engine.
+    /// Pipe ids the engine grants after that stay the application's
+    /// (reserved, disabled) until it detaches.
+    fn extend_within(&self, req: ExtendRequest, wait: Duration) -> Result<AttachInfo, NicError> {
+        let (tx, rx) = bounded(1);
+        self.tx
+            .send(Cmd::With(Box::new(move |e| {
+                let _ = tx.send(e.extend(&req));
+            })))
+            .map_err(|_| NicError::DeviceStopped)?;
+        match rx.recv_timeout(wait) {
+            Ok(answer) => Ok(answer?),
+            Err(_) => Err(NicError::AttachTimeout(wait.as_millis())),
+        }
+    }
+}
 
 pub(super) fn serve(
     l: UnixListener,
@@ -250,6 +280,7 @@ fn client(s: &UnixStream, ctl: &NicControl, limits: &ControlLimits) {
                 serde_json::from_str::<ControlRequest>(l.trim())
                     .map_err(|e| format!("bad request: {e}"))
             });
+        let extending = matches!(request, Ok(ControlRequest::Extend(_)));
         let resp = match request {
             Ok(ControlRequest::Attach(req)) => {
                 match ctl.attach_within(req, limits.answer_timeout) {
@@ -260,11 +291,23 @@ fn client(s: &UnixStream, ctl: &NicControl, limits: &ControlLimits) {
                     Err(e) => ControlResponse::Error(e.to_string()),
                 }
             }
+            // Only for an application this connection attached: closing
+            // it detaches that one.
+            Ok(ControlRequest::Extend(req)) if attached.contains(&req.app_id) => {
+                match ctl.extend_within(req, limits.answer_timeout) {
+                    Ok(info) => ControlResponse::Attached(info),
+                    Err(e) => ControlResponse::Error(e.to_string()),
+                }
+            }
+            Ok(ControlRequest::Extend(req)) => ControlResponse::Error(format!(
+                "application {} was not attached through this connection",
+                req.app_id
+            )),
             Err(e) => ControlResponse::Error(e),
         };
         if !send_line(s, &answer_line(&resp)) {
             // Nobody knows of the attachment it announced: undone below.
-            if matches!(resp, ControlResponse::Attached(_)) {
+            if matches!(resp, ControlResponse::Attached(_)) && !extending {
                 ControlCells::bump(&ctl.cells.undelivered);
             }
             break;
