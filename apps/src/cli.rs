@@ -10,8 +10,7 @@ use enso::{Device, DeviceOptions};
 
 use crate::nic::{AppDriver, Interface};
 
-mod args;
-mod cores;
+use cli_common::{args, cores};
 
 pub use args::{parse_or_exit, stop_on_interrupt, SecondsError, MAX_SECONDS};
 pub use cores::{core_list, pin_current, usable_cores, CPU_SET_SIZE};

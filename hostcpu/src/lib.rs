@@ -10,7 +10,7 @@
 //! compares rates prints a probe beside them.
 
 pub mod contention;
-pub mod cores;
+pub use cli_common::cores;
 pub mod placement;
 pub mod probe;
 pub mod stats;

@@ -1,7 +1,6 @@
-//! Command-line parsing of the application binaries: a usage error is one
-//! line on stderr (clap's message without its usage block and hints), as
-//! the emulator's binaries report theirs, so every binary reports bad
-//! arguments the same way.
+//! Command-line parsing shared by the workspace's binaries: a usage error is
+//! one line on stderr (clap's message without its usage block and hints),
+//! so every binary reports bad arguments the same way.
 
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ pub const MAX_SECONDS: f64 = 1e9;
 /// Checks the value `v` of the seconds flag `flag`: at most
 /// [`MAX_SECONDS`], and above zero (or zero too, if `zero_ok`). NaN and
 /// infinities are refused.
-pub(super) fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, SecondsError> {
+pub fn seconds(flag: &str, v: f64, zero_ok: bool) -> Result<Duration, SecondsError> {
     let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
     // Every comparison with NaN is false, so NaN fails here too.
     if !(low_ok && v <= MAX_SECONDS) {
@@ -70,10 +69,35 @@ pub fn stop_on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
 /// line and exits with status 2.
 ///
 /// It also makes a failed write to stdout end the process with one line
-/// (see `quiet_stdout_failures`).
+/// (see [`quiet_stdout_failures`]).
 pub fn parse_or_exit<P: Parser>(program: &str) -> P {
     quiet_stdout_failures(program);
     P::try_parse().unwrap_or_else(|e| exit_on::<P>(program, e))
+}
+
+/// The ids of the options given on the command line in `m`, as opposed to
+/// left at their defaults: a tool refuses an option given where it has no
+/// effect instead of silently ignoring it.
+pub fn given_on_command_line(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
+}
+
+/// [`parse_or_exit`], also returning clap's matches (to tell an option given
+/// on the command line from its default, with
+/// [`clap::ArgMatches::value_source`]).
+pub fn parse_matches_or_exit<P: Parser>(program: &str) -> (P, clap::ArgMatches) {
+    quiet_stdout_failures(program);
+    P::command()
+        .try_get_matches()
+        .and_then(|m| {
+            P::from_arg_matches(&m)
+                .map(|p| (p, m))
+                .map_err(|e| e.format(&mut P::command()))
+        })
+        .unwrap_or_else(|e| exit_on::<P>(program, e))
 }
 
 /// Prints help or version as clap does, or a usage error as one line, and
@@ -94,7 +118,7 @@ fn exit_on<P: Parser>(program: &str, e: clap::Error) -> ! {
 /// short of a required subcommand, where clap would print the whole help:
 /// which subcommands the deepest command `args` named takes (hidden ones
 /// left out), and where the help is.
-fn missing_line(
+pub fn missing_line(
     program: &str,
     cmd: &clap::Command,
     args: impl IntoIterator<Item = std::ffi::OsString>,
@@ -127,7 +151,7 @@ fn missing_line(
 /// A clap error's message on one line: its first paragraph (the message and
 /// what clap lists under it: accepted values, missing arguments), without
 /// the `error: ` prefix, the usage block and hints.
-fn usage_line(e: &clap::Error) -> String {
+pub fn usage_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
     text.lines()
         .skip_while(|l| l.trim().is_empty())
@@ -148,7 +172,7 @@ fn usage_line(e: &clap::Error) -> String {
 /// other panic goes to the previous hook unchanged. (Restoring the default
 /// SIGPIPE action instead would also kill a process that writes to a
 /// control socket whose peer has gone, where an error is wanted.)
-fn quiet_stdout_failures(program: &str) {
+pub fn quiet_stdout_failures(program: &str) {
     let program = program.to_string();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
