@@ -523,7 +523,7 @@ pub fn run_trial(
     Ok(r)
 }
 
-fn device_config(
+pub(crate) fn device_config(
     app: AppKind,
     iface: Interface,
     opts: &TrialOptions,
@@ -590,7 +590,7 @@ fn device_config(
 }
 
 /// The log monitor's log (seed 1) of a trial.
-fn trial_log(opts: &TrialOptions) -> Vec<u8> {
+pub(crate) fn trial_log(opts: &TrialOptions) -> Vec<u8> {
     LogGenerator::with_match_share(1, opts.log_event_share).generate(opts.log_bytes.max(1))
 }
 
@@ -644,7 +644,7 @@ fn kv_generator_window(opts: &TrialOptions) -> u64 {
 
 /// Stores every key of the workload in `server` (the client's preload,
 /// handed to the server directly); fails if the server refused any.
-fn kv_preload(server: &mut KvServer, opts: &TrialOptions) -> Result<(), TrialError> {
+pub(crate) fn kv_preload(server: &mut KvServer, opts: &TrialOptions) -> Result<(), TrialError> {
     let cfg = |e: &dyn std::fmt::Display| TrialError::Config(e.to_string());
     let mut client = KvClient::new(kv_workload(opts)).map_err(|e| cfg(&e))?;
     let mut req = vec![0u8; enso_apps::packet::MAX_FRAME_LEN];
@@ -680,7 +680,7 @@ fn generator_window(opts: &TrialOptions) -> u64 {
     opts.generator_window.clamp(1, posted)
 }
 
-fn app_options(iface: Interface, pipes: u32, tx_pipe: bool) -> DeviceOptions {
+pub(crate) fn app_options(iface: Interface, pipes: u32, tx_pipe: bool) -> DeviceOptions {
     match iface {
         Interface::Enso => DeviceOptions {
             pipes,
@@ -720,7 +720,7 @@ fn wait_for_setup(nic: &Nic, n: usize) -> Result<(), TrialError> {
     Ok(())
 }
 
-fn backends(n: usize) -> Vec<Backend> {
+pub(crate) fn backends(n: usize) -> Vec<Backend> {
     (0..n.max(1))
         .map(|i| {
             Backend::new(

@@ -70,6 +70,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod app_trial;
+pub mod breakdown;
 pub mod cache;
 pub use hostcpu::{contention, placement, probe, stats, wait};
 pub mod echo;

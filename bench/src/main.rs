@@ -85,6 +85,13 @@ enum Command {
     /// The stepped echo run `bench cache` profiles under cachegrind.
     #[command(hide = true)]
     CacheWorker(cli::cache::WorkerArgs),
+    /// Each application's instructions per request on each interface,
+    /// split into receive, application, response and send (cachegrind on
+    /// a stepped run), with the engine's and other code's apart.
+    Breakdown(cli::breakdown::BreakdownArgs),
+    /// The stepped application run `bench breakdown` profiles.
+    #[command(hide = true)]
+    BreakdownWorker(cli::breakdown::WorkerArgs),
 }
 
 /// Options every experiment shares.
@@ -231,6 +238,7 @@ impl Command {
             Command::Soak(a) => cli::soak::check(a),
             Command::CostCheck(a) => cli::costcheck::check(a),
             Command::CacheWorker(_) => Ok(()),
+            Command::Breakdown(_) | Command::BreakdownWorker(_) => Ok(()),
         }
     }
 }
@@ -254,6 +262,8 @@ fn main() -> ExitCode {
         Command::Pcie(args) => cli::pcie::run(&args),
         Command::Cache(args) => cli::cache::run(&args, &given),
         Command::CacheWorker(args) => cli::cache::worker(&args),
+        Command::Breakdown(args) => cli::breakdown::run(&args),
+        Command::BreakdownWorker(args) => cli::breakdown::worker(&args),
         Command::Latency(args) => cli::latency::run(&args),
         Command::Apps(args) => cli::apps::run(&args),
         Command::Predict(args) => cli::predict::run(&args),

@@ -10,6 +10,7 @@ use nic_emu::PipeWriteMode;
 
 pub(crate) mod all;
 pub(crate) mod apps;
+pub(crate) mod breakdown;
 pub(crate) mod cache;
 pub(crate) mod costcheck;
 pub(crate) mod echo;
