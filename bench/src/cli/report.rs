@@ -23,7 +23,7 @@ use bench::results::{ResultsDir, Table};
 use bench::scaling::ScalingPoint;
 use pcie_model::BytesPerPacket;
 
-use super::{all, apps, cache, echo, latency, parse_words, pcie, scaling, Given};
+use super::{all, apps, breakdown, cache, echo, latency, parse_words, pcie, scaling, Given};
 use crate::{print_json, Common};
 
 mod claims;
@@ -162,6 +162,16 @@ fn settings(level: Level) -> [Vec<&'static str>; 6] {
                 "50",
             ],
         ],
+    }
+}
+
+/// The breakdown's units in the shorter run and units measured at
+/// `level` (each of its 20 cachegrind runs takes seconds).
+fn breakdown_counts(level: Level) -> (u64, u64) {
+    match level {
+        Level::Full => (bench::breakdown::DEFAULT_WARM_UNITS, 20_000),
+        Level::Quick => (4000, 4000),
+        Level::Smoke => (1000, 1000),
     }
 }
 
@@ -323,6 +333,7 @@ struct Measured {
     echo: Option<echo::Outcome>,
     pcie: Option<Vec<PcieResult>>,
     cache: Option<cache::CacheReport>,
+    breakdown: Option<breakdown::BreakdownReport>,
     latency: Option<latency::Outcome>,
     scaling: Option<scaling::Outcome>,
     apps: Option<apps::Outcome>,
@@ -422,6 +433,30 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), String> {
     });
     keep(&mut m.cache, &mut m.errors, "cache", res, json);
 
+    say("breakdown (each application's instructions per request, by part)");
+    let (warm, units) = breakdown_counts(Level::of(args));
+    let res = breakdown::measure(
+        &bench::breakdown::App::ALL,
+        &[
+            enso_apps::nic::Interface::Enso,
+            enso_apps::nic::Interface::Packetized,
+        ],
+        warm,
+        units,
+        json,
+    )
+    .and_then(|x| {
+        let d = sub("breakdown")?;
+        d.write_json("breakdown.json", &x)
+            .map_err(|e| e.to_string())?;
+        d.write_summary(&bench::breakdown::table(&x.results))
+            .map_err(|e| e.to_string())?;
+        d.bar_chart("breakdown.svg", &bench::breakdown::chart(&x.results))
+            .map_err(|e| e.to_string())?;
+        Ok(x)
+    });
+    keep(&mut m.breakdown, &mut m.errors, "breakdown", res, json);
+
     say("predictions and the report");
     let (pred, from) = predictions(&m, &root);
     let mut claims = vec![
@@ -432,6 +467,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), String> {
         notifications(&m, pred.as_ref(), &dir)?,
         scaling_claim(&m, pred.as_ref(), &dir)?,
         apps_claim(&m, pred.as_ref(), &dir)?,
+        breakdown_claim(&m),
     ];
     for c in &mut claims {
         // Every figure also as PNG, beside its SVG.

@@ -572,3 +572,40 @@ pub(super) fn apps_claim(
     c.paragraph = para;
     Ok(c)
 }
+
+/// 8. Where each application's instructions go, per interface.
+pub(super) fn breakdown_claim(m: &Measured) -> Claim {
+    let mut c = Claim {
+        title: "Where the applications' instructions go".into(),
+        claim: "the applications' logic is the same on both interfaces; what Ensō saves is \
+                the work of receiving and sending (the speedups of the applications section)."
+            .into(),
+        ..Default::default()
+    };
+    let Some(r) = &m.breakdown else {
+        c.missing = Some(m.missing("breakdown"));
+        return c;
+    };
+    for (app, ratio) in &r.app_side_ratios {
+        c.rows.push(ClaimRow {
+            metric: format!(
+                "{app}: application-side instructions per {}, Ensō / packetized",
+                app.unit()
+            ),
+            unit: "x".into(),
+            measured: Some(*ratio).filter(|x| x.is_finite()),
+            placement: "stepped, one thread (cachegrind)".into(),
+            ..Default::default()
+        });
+    }
+    c.figures.push((
+        "breakdown/breakdown.svg".into(),
+        "Application-side instructions per request or packet, by part".into(),
+    ));
+    c.paragraph = format!(
+        "Instructions per request (KV) or packet, by part:\n\n{}\n{}",
+        bench::breakdown::table(&r.results),
+        breakdown::METHOD
+    );
+    c
+}
