@@ -35,7 +35,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +50,7 @@ use enso_apps::telemetry::Telemetry;
 use nic_emu::Engine;
 
 use crate::app_trial::{self, AppKind, TrialOptions};
-use crate::cache::{parse_profile, Profile};
+use crate::cache::{cachegrind_worker, Profile};
 
 /// The applications the breakdown covers.
 #[derive(
@@ -497,36 +496,11 @@ pub fn run_under_cachegrind(
     cfg: &WorkerConfig,
     out_file: &Path,
 ) -> Result<(WorkerOutput, Profile), String> {
-    let out = Command::new("valgrind")
-        .arg("--tool=cachegrind")
-        .arg("--cache-sim=no")
-        .arg(format!("--cachegrind-out-file={}", out_file.display()))
-        .arg(exe)
-        .args(worker_args(cfg))
-        .output()
-        .map_err(|e| format!("cannot run valgrind: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(8).collect();
-        return Err(format!(
-            "the {} worker on {} failed under cachegrind ({}): {}",
-            cfg.app,
-            cfg.interface,
-            out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .ok_or("the worker printed no result")?;
-    let w: WorkerOutput = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    let text =
-        std::fs::read_to_string(out_file).map_err(|e| format!("{}: {e}", out_file.display()))?;
+    let who = format!("the {} worker on {}", cfg.app, cfg.interface);
+    let opts = ["--cache-sim=no".to_string()];
+    let r = cachegrind_worker(exe, &worker_args(cfg), &opts, out_file, &who)?;
     let _ = std::fs::remove_file(out_file);
-    Ok((w, parse_profile(&text)?))
+    Ok(r)
 }
 
 /// One application on one interface: instructions per unit by part.

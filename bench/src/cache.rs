@@ -569,20 +569,34 @@ pub fn run_under_cachegrind(
     cache_opts: &[String],
     out_file: &Path,
 ) -> Result<(WorkerOutput, Profile), String> {
+    let mut opts = vec!["--cache-sim=yes".to_string()];
+    opts.extend_from_slice(cache_opts);
+    cachegrind_worker(exe, &worker_args(cfg), &opts, out_file, "the worker")
+}
+
+/// Runs `exe args` under `valgrind --tool=cachegrind` with `opts`, the
+/// profile in `out_file`; returns the last JSON line the worker printed,
+/// parsed, and the profile. `who` names the worker in errors.
+pub(crate) fn cachegrind_worker<T: serde::de::DeserializeOwned>(
+    exe: &Path,
+    args: &[String],
+    opts: &[String],
+    out_file: &Path,
+    who: &str,
+) -> Result<(T, Profile), String> {
     let out = Command::new("valgrind")
         .arg("--tool=cachegrind")
-        .arg("--cache-sim=yes")
-        .args(cache_opts)
+        .args(opts)
         .arg(format!("--cachegrind-out-file={}", out_file.display()))
         .arg(exe)
-        .args(worker_args(cfg))
+        .args(args)
         .output()
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = err.lines().rev().take(8).collect();
         return Err(format!(
-            "the worker failed under cachegrind ({}): {}",
+            "{who} failed under cachegrind ({}): {}",
             out.status,
             tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
         ));
@@ -593,7 +607,7 @@ pub fn run_under_cachegrind(
         .rev()
         .find(|l| l.starts_with('{'))
         .ok_or("the worker printed no result")?;
-    let w: WorkerOutput = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let w: T = serde_json::from_str(line).map_err(|e| e.to_string())?;
     let text =
         std::fs::read_to_string(out_file).map_err(|e| format!("{}: {e}", out_file.display()))?;
     Ok((w, parse_profile(&text)?))

@@ -220,7 +220,7 @@ fn the_difference_of_two_runs_is_split_per_unit() {
                 frames: units,
                 drops: 0,
             },
-            parse_profile(text).unwrap(),
+            crate::cache::parse_profile(text).unwrap(),
         )
     };
     let b = difference(
